@@ -1,0 +1,5 @@
+//! `ctxfold-hash-object`: see `ctxfold::commands::hash_object`.
+
+fn main() -> std::process::ExitCode {
+    ctxfold::cli::main::<ctxfold::commands::hash_object::HashObjectArgs>()
+}

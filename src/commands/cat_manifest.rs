@@ -1,0 +1,41 @@
+//! `ctxfold-cat-manifest`: a folded session's bytes on stdout, verified as they stream.
+
+use std::path::PathBuf;
+
+use crate::cli::{Command, Io, Status, StoreArgs};
+use crate::error::Result;
+use crate::store::Store;
+use crate::store::reconstruct::write_session;
+
+/// Write a folded session's original bytes to stdout, verified as they stream
+///
+/// Every object is checked against its name and size as it is decoded, and the whole against the
+/// manifest's sha256 and size. Bytes reach stdout before the last check: on a mismatch the command
+/// stops with an error and exit 1, so a script must test the exit status (restore checks before it
+/// renames anything into place).
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-cat-manifest", version, after_long_help = crate::cli::EXIT_STATUS)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["session", "manifest"]))]
+pub struct CatManifestArgs {
+    /// The folded session's id
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Read this manifest file instead of the store's manifest for a session
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl Command for CatManifestArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let store = self.store.open()?;
+        let manifest = match (&self.session, &self.manifest) {
+            (_, Some(file)) => Store::load_manifest_file(file)?,
+            (Some(id), None) => store.load_manifest(id)?,
+            (None, None) => unreachable!("clap requires one"),
+        };
+        write_session(&store, &manifest, io.out)?;
+        Ok(Status::Success)
+    }
+}

@@ -1,0 +1,81 @@
+//! `ctxfold-split`: segment a file into fold-v1 parts, as JSON Lines; `--write` stores the objects.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use crate::cli::{Command, Io, Status, StoreArgs};
+use crate::commands::{LevelArgs, SettingsArgs};
+use crate::error::{IoContext, Result, write_failed};
+use crate::segment::segment;
+use crate::store::lock::Mode as LockMode;
+use crate::store::objects::Encoder;
+use crate::store::writer::{Mode, PartWriter};
+
+/// Segment a session file into fold-v1 parts, printed as JSON Lines
+///
+/// Each line of a valid JSON value contributes a field part for every string value (never a key)
+/// whose raw token, quotes and escapes as written, is at least --field-threshold bytes; every other
+/// byte is cut by FastCDC v2020 into residual parts. The parts concatenate to the input byte for
+/// byte, whatever it holds (invalid JSON or UTF-8, CRLF, no final newline).
+///
+/// Each output line is one manifest part, ready for ctxfold-write-manifest:
+/// `{"kind":"field","json_path":"/payload/output","object":{"sha256":"…","raw_bytes":5000}}`
+/// (with "stored_bytes" too under --write). Memory is bounded by the longest line, capped by
+/// --max-json-line-bytes.
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-split", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct SplitArgs {
+    /// Store each part's object (new ones compressed; present ones only touched)
+    #[arg(long)]
+    pub write: bool,
+    /// The file to segment; `-` for stdin
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    #[command(flatten)]
+    pub level: LevelArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl Command for SplitArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let settings = self.settings.settings()?;
+        let store = if self.write { Some(self.store.init()?) } else { None };
+        let _lock = match &store {
+            Some(store) => Some(store.lock(LockMode::Shared, || ())?),
+            None => None,
+        };
+        let mode = match &store {
+            Some(store) => Mode::Write(store, Encoder::new(self.level.level)?),
+            None => Mode::HashOnly,
+        };
+        let out = &mut *io.out;
+        let mut writer = PartWriter::new(mode, |part| {
+            let line = if store.is_some() {
+                serde_json::to_vec(&part)
+            } else {
+                // Without --write the stored size is unknown: leave it out rather than lie.
+                let mut value = serde_json::to_value(&part).expect("parts serialize");
+                value["object"].as_object_mut().expect("object").remove("stored_bytes");
+                serde_json::to_vec(&value)
+            }
+            .expect("parts serialize");
+            out.write_all(&line).and_then(|()| out.write_all(b"\n")).map_err(write_failed)
+        });
+        let what = self.file.display().to_string();
+        if self.file.as_os_str() == "-" {
+            segment(&settings, &mut *io.stdin, "<stdin>", &mut writer)?;
+        } else {
+            let file = File::open(&self.file).with_path("open", &self.file)?;
+            let mut input = BufReader::with_capacity(1 << 20, file);
+            segment(&settings, &mut input, &what, &mut writer)?;
+        }
+        if let Some(store) = &store {
+            store.sync()?;
+        }
+        Ok(Status::Success)
+    }
+}

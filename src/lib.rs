@@ -1,0 +1,13 @@
+//! ctxfold: keep, shrink, search and sync the history of AI coding-agent sessions.
+//!
+//! Layers, dependencies pointing down: the binaries (`libexec/`, `src/main.rs`) → [`commands`]
+//! (one module per command, taking writers, never printing or exiting) → the engine: [`segment`]
+//! (pure functions over bytes) and [`store`] (objects, manifests, reconstruction).
+
+pub mod cli;
+pub mod commands;
+pub mod digest;
+pub mod dispatch;
+pub mod error;
+pub mod segment;
+pub mod store;

@@ -1,0 +1,143 @@
+//! Writing a file so that it is either wholly there or not at all: a private temp file in the
+//! target's filesystem, fsynced, renamed into place, and the directory fsynced.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+use crate::error::{Error, IoContext, Result};
+
+/// A temp file that disappears unless [`Pending::commit`] puts it in place.
+pub struct Pending {
+    file: NamedTempFile,
+}
+
+/// Whether a commit replaced what was at the target or found it taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Committed {
+    Written,
+    /// `overwrite` was false and the target already existed: the temp file was dropped.
+    AlreadyThere,
+}
+
+impl Pending {
+    /// A new temp file `<dir>/<prefix>XXXXXX.tmp`, mode 0600.
+    pub fn new_in(dir: &Path, prefix: &str) -> Result<Self> {
+        let file = tempfile::Builder::new()
+            .prefix(prefix)
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .with_path("create a temp file in", dir)?;
+        Ok(Self { file })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_file_mut()
+    }
+
+    /// Rename to `target` unless something is there already, without any fsync: for objects,
+    /// which are made durable together by one `syncfs` before anything names them.
+    pub fn commit_unsynced(self, target: &Path) -> Result<Committed> {
+        match self.file.persist_noclobber(target) {
+            Ok(_) => Ok(Committed::Written),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                Ok(Committed::AlreadyThere)
+            }
+            Err(e) => Err(Error::io(format!("rename into {}", target.display()), e.error)),
+        }
+    }
+
+    /// fsync, then rename to `target` (never replacing an existing file unless `overwrite`),
+    /// then fsync the target's directory so the rename itself is durable.
+    pub fn commit(self, target: &Path, overwrite: bool) -> Result<Committed> {
+        self.file.as_file().sync_all().with_path("fsync", self.file.path())?;
+        let outcome = if overwrite {
+            self.file
+                .persist(target)
+                .map_err(|e| Error::io(format!("rename into {}", target.display()), e.error))?;
+            Committed::Written
+        } else {
+            self.commit_unsynced(target)?
+        };
+        if outcome == Committed::Written {
+            sync_parent(target)?;
+        }
+        Ok(outcome)
+    }
+}
+
+impl Write for Pending {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// fsync the directory holding `path`, making a rename or unlink in it durable.
+pub fn sync_parent(path: &Path) -> Result<()> {
+    let parent = parent_dir(path);
+    File::open(&parent).and_then(|d| d.sync_all()).with_path("fsync directory", &parent)
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Write `bytes` to `target` atomically.
+pub fn write_file(tmp_dir: &Path, prefix: &str, target: &Path, bytes: &[u8], overwrite: bool) -> Result<Committed> {
+    let mut pending = Pending::new_in(tmp_dir, prefix)?;
+    pending.write_all(bytes).with_path("write", pending.path())?;
+    pending.commit(target, overwrite)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn commit_places_a_private_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        let outcome = write_file(dir.path(), ".t-", &target, b"one", false).unwrap();
+        assert_eq!(outcome, Committed::Written);
+        assert_eq!(fs::read(&target).unwrap(), b"one");
+        assert_eq!(fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_existing_target_is_kept_unless_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        fs::write(&target, b"old").unwrap();
+        let outcome = write_file(dir.path(), ".t-", &target, b"new", false).unwrap();
+        assert_eq!(outcome, Committed::AlreadyThere);
+        assert_eq!(fs::read(&target).unwrap(), b"old");
+        write_file(dir.path(), ".t-", &target, b"new", true).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_dropped_pending_file_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut pending = Pending::new_in(dir.path(), ".t-").unwrap();
+        pending.write_all(b"half").unwrap();
+        drop(pending);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

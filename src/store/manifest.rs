@@ -1,0 +1,303 @@
+//! Fold V1 manifests: the serde types that write exactly the contract's JSON, the checks every
+//! manifest passes before anything trusts it, and the one way a manifest is committed.
+//!
+//! Readers follow the reference implementation: unknown keys (`created_at`,
+//! `settings.record_threshold`) are ignored, `title`, `cwd` and `json_path` may be absent, and
+//! only `version` 1 with `kind` `fold-v1` is accepted (`fold-v2` and its `record` parts are refused
+//! by name).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Store;
+use super::atomic::{Committed, write_file};
+use crate::digest::Digest;
+use crate::error::{Error, IoContext, Result};
+use crate::segment::Settings;
+
+pub const VERSION: u64 = 1;
+pub const KIND: &str = "fold-v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub version: u64,
+    pub kind: String,
+    pub session: Session,
+    pub source: Source,
+    pub settings: Settings,
+    pub parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    pub rollout_path: String,
+    pub archived: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    pub bytes: u64,
+    pub sha256: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    pub kind: PartKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_path: Option<String>,
+    pub object: ObjectRef,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartKind {
+    Residual,
+    Field,
+}
+
+impl<'de> Deserialize<'de> for PartKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let kind = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        match kind.as_ref() {
+            "residual" => Ok(Self::Residual),
+            "field" => Ok(Self::Field),
+            "record" => Err(serde::de::Error::custom(
+                "a \"record\" part belongs to fold-v2, not fold-v1",
+            )),
+            other => Err(serde::de::Error::custom(format!("unknown part kind {other:?}"))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRef {
+    pub sha256: Digest,
+    pub raw_bytes: u64,
+    /// Informational (the reference implementation says so too); 0 when not yet known.
+    #[serde(default)]
+    pub stored_bytes: u64,
+}
+
+/// Only the two fields that decide whether the rest can be read at all.
+#[derive(Deserialize)]
+struct Header {
+    version: Option<serde_json::Value>,
+    kind: Option<serde_json::Value>,
+}
+
+impl Manifest {
+    /// Parse and check a manifest; errors name `what` (usually the file).
+    pub fn from_slice(bytes: &[u8], what: &str) -> Result<Self> {
+        let invalid = |e: serde_json::Error| Error::failed(format!("{what}: invalid manifest: {e}"));
+        let header: Header = serde_json::from_slice(bytes).map_err(invalid)?;
+        let version = header.version.as_ref().and_then(|v| v.as_u64());
+        let kind = header.kind.as_ref().and_then(|v| v.as_str());
+        if version != Some(VERSION) || kind != Some(KIND) {
+            return Err(Error::failed(format!(
+                "{what}: unsupported manifest version {} kind {} (ctxfold reads version 1, kind \"fold-v1\")",
+                shown(&header.version),
+                shown(&header.kind)
+            )));
+        }
+        let manifest: Manifest = serde_json::from_slice(bytes).map_err(invalid)?;
+        manifest.check().map_err(|e| e.context(what))?;
+        Ok(manifest)
+    }
+
+    /// The contract's JSON, pretty-printed as the reference implementation writes it.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(self).expect("manifests always serialize");
+        out.push(b'\n');
+        out
+    }
+
+    /// What every manifest must satisfy whoever wrote it.
+    pub fn check(&self) -> Result<()> {
+        super::check_session_id(&self.session.id).map_err(|e| Error::failed(e.to_string()))?;
+        self.settings.check_readable()?;
+        let total = self
+            .parts
+            .iter()
+            .try_fold(0u64, |sum, p| sum.checked_add(p.object.raw_bytes))
+            .ok_or_else(|| Error::failed("part sizes overflow"))?;
+        if total != self.source.bytes {
+            return Err(Error::failed(format!(
+                "parts add up to {total} bytes but the source has {}",
+                self.source.bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn shown(value: &Option<serde_json::Value>) -> String {
+    value.as_ref().map_or_else(|| "(absent)".to_string(), |v| v.to_string())
+}
+
+impl Store {
+    /// The manifest of session `id`.
+    pub fn load_manifest(&self, id: &str) -> Result<Manifest> {
+        super::check_session_id(id)?;
+        let path = self.manifest_path(id);
+        match fs::read(&path) {
+            Ok(bytes) => Manifest::from_slice(&bytes, &path.display().to_string()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(Error::failed(format!("no folded session {id:?} in {}", self.root().display())))
+            }
+            Err(e) => Err(e).with_path("read", &path),
+        }
+    }
+
+    /// A manifest read from any file.
+    pub fn load_manifest_file(path: &Path) -> Result<Manifest> {
+        let bytes = fs::read(path).with_path("read", path)?;
+        Manifest::from_slice(&bytes, &path.display().to_string())
+    }
+
+    pub fn has_manifest(&self, id: &str) -> bool {
+        self.manifest_path(id).exists()
+    }
+
+    /// Commit a manifest: every object it names must exist, the store is synced, and a
+    /// reconstruction from the store must match the source's sha256 and size. Only then is the
+    /// manifest written (atomically). An existing manifest is replaced only with `overwrite`.
+    pub fn commit_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<()> {
+        manifest.check()?;
+        let id = &manifest.session.id;
+        let target = self.manifest_path(id);
+        if !overwrite && target.exists() {
+            return Err(exists(id));
+        }
+        for part in &manifest.parts {
+            if self.object_stored_bytes(&part.object.sha256)?.is_none() {
+                return Err(Error::failed(format!(
+                    "session {id:?}: object {} is missing; nothing committed",
+                    part.object.sha256
+                )));
+            }
+        }
+        self.sync()?;
+        super::reconstruct::verify(self, manifest)
+            .map_err(|e| e.context(format_args!("session {id:?}: reconstruction failed, nothing committed")))?;
+        match write_file(&self.tmp_dir(), ".manifest-", &target, &manifest.to_json(), overwrite)? {
+            Committed::Written => Ok(()),
+            Committed::AlreadyThere => Err(exists(id)),
+        }
+    }
+
+    /// Every manifest file under `manifests/`, its subfolders (`generations/`) included, sorted.
+    pub fn manifest_files(&self) -> Result<Vec<PathBuf>> {
+        let mut found = Vec::new();
+        let mut dirs = vec![self.manifests_dir()];
+        while let Some(dir) = dirs.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_path("list", &dir),
+            };
+            for entry in entries {
+                let entry = entry.with_path("list", &dir)?;
+                let path = entry.path();
+                let file_type = entry.file_type().with_path("stat", &path)?;
+                if file_type.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "json")
+                    && !entry.file_name().to_string_lossy().starts_with('.')
+                {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+}
+
+fn exists(id: &str) -> Error {
+    Error::failed(format!("session {id:?} is already folded (use --overwrite to replace it)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Manifest {
+        Manifest {
+            version: 1,
+            kind: KIND.into(),
+            session: Session {
+                id: "s1".into(),
+                title: Some("t".into()),
+                cwd: None,
+                rollout_path: "/r.jsonl".into(),
+                archived: false,
+            },
+            source: Source { bytes: 5, sha256: Digest::of(b"hello") },
+            settings: Settings::default(),
+            parts: vec![Part {
+                kind: PartKind::Residual,
+                json_path: None,
+                object: ObjectRef { sha256: Digest::of(b"hello"), raw_bytes: 5, stored_bytes: 14 },
+            }],
+        }
+    }
+
+    #[test]
+    fn writes_the_contract_shape_in_its_key_order() {
+        let json = String::from_utf8(sample().to_json()).unwrap();
+        let keys: Vec<usize> = ["\"version\"", "\"kind\"", "\"session\"", "\"source\"", "\"settings\"", "\"parts\""]
+            .iter()
+            .map(|k| json.find(k).unwrap())
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{json}");
+        assert!(!json.contains("\"cwd\""));
+        assert!(!json.contains("json_path"));
+        assert!(json.contains("\"compression\": \"zstd\""));
+        assert_eq!(Manifest::from_slice(json.as_bytes(), "m").unwrap(), sample());
+    }
+
+    #[test]
+    fn reads_reference_manifests_with_extra_keys() {
+        let text = r#"{"version":1,"kind":"fold-v1","created_at":"2026-07-01T00:00:00Z",
+          "session":{"id":"s","rollout_path":"/x","archived":true},
+          "source":{"bytes":0,"sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+          "settings":{"field_threshold":4096,"max_json_line_bytes":33554432,"cdc_min_bytes":4096,
+            "cdc_average_bytes":16384,"cdc_max_bytes":65536,"compression":"zstd","record_threshold":512},
+          "parts":[]}"#;
+        let m = Manifest::from_slice(text.as_bytes(), "m").unwrap();
+        assert_eq!(m.session.title, None);
+        assert!(m.parts.is_empty());
+    }
+
+    #[test]
+    fn refuses_other_versions_kinds_and_record_parts() {
+        let base = String::from_utf8(sample().to_json()).unwrap();
+        let v2 = base.replace("\"version\": 1", "\"version\": 2");
+        let err = Manifest::from_slice(v2.as_bytes(), "m.json").unwrap_err().to_string();
+        assert!(err.starts_with("m.json: unsupported manifest version 2"), "{err}");
+        let fold_v2 = base.replace("\"fold-v1\"", "\"fold-v2\"");
+        let err = Manifest::from_slice(fold_v2.as_bytes(), "m.json").unwrap_err().to_string();
+        assert!(err.contains("kind \"fold-v2\""), "{err}");
+        let record = base.replace("\"residual\"", "\"record\"");
+        let err = Manifest::from_slice(record.as_bytes(), "m.json").unwrap_err().to_string();
+        assert!(err.contains("belongs to fold-v2"), "{err}");
+    }
+
+    #[test]
+    fn refuses_lying_sizes_and_unsafe_ids() {
+        let mut m = sample();
+        m.source.bytes = 6;
+        assert!(m.check().unwrap_err().to_string().contains("add up to 5 bytes"));
+        let mut m = sample();
+        m.session.id = "../x".into();
+        assert!(m.check().is_err());
+    }
+}

@@ -1,0 +1,168 @@
+//! The Fold V1 store on disk: where things live, created private, and the rules for session ids.
+//!
+//! ```text
+//! <store>/manifests/<session-id>.json                  fold-v1 manifests
+//! <store>/objects/<2 hex>/<sha256>.zst                 immutable zstd objects named by raw sha256
+//! <store>/context-fold/<session-id>/seed-index.jsonl   seed index records
+//! <store>/tmp/                                         temp files, renamed into place
+//! <store>/locks/objects.lock                           flock shared with the reference implementation
+//! ```
+//!
+//! This module knows nothing of sessions' contents or of ledgers; see `segment` for how bytes
+//! become parts and `objects`, `manifest`, `reconstruct` for the rest of the engine.
+
+pub mod atomic;
+pub mod lock;
+pub mod manifest;
+pub mod objects;
+pub mod reconstruct;
+pub mod writer;
+
+use std::fs::{self, DirBuilder};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+
+/// Directories are created 0700 and files 0600: transcripts hold pasted secrets.
+pub const DIR_MODE: u32 = 0o700;
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    /// A handle on a store that may not exist yet; nothing is touched.
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// Open an existing store for reading.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        let store = Self::at(root);
+        if !store.manifests_dir().is_dir() && !store.objects_dir().is_dir() {
+            return Err(Error::failed(format!(
+                "{}: not a ctxfold store (no manifests/ or objects/)",
+                store.root.display()
+            )));
+        }
+        Ok(store)
+    }
+
+    /// Open a store for writing, creating its skeleton (private) when it does not exist.
+    pub fn init(root: impl Into<PathBuf>) -> Result<Self> {
+        let store = Self::at(root);
+        for dir in [
+            store.root.clone(),
+            store.objects_dir(),
+            store.manifests_dir(),
+            store.tmp_dir(),
+            store.locks_dir(),
+        ] {
+            create_private_dir(&dir)?;
+        }
+        Ok(store)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn objects_dir(&self) -> PathBuf {
+        self.root.join("objects")
+    }
+
+    pub fn manifests_dir(&self) -> PathBuf {
+        self.root.join("manifests")
+    }
+
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    pub fn locks_dir(&self) -> PathBuf {
+        self.root.join("locks")
+    }
+
+    pub fn context_fold_dir(&self) -> PathBuf {
+        self.root.join("context-fold")
+    }
+
+    /// `manifests/<id>.json`, for an id already checked by [`check_session_id`].
+    pub fn manifest_path(&self, id: &str) -> PathBuf {
+        self.manifests_dir().join(format!("{id}.json"))
+    }
+}
+
+/// Create `dir` (and parents) with mode 0700 where it does not exist yet.
+pub fn create_private_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .with_path("create directory", dir)
+}
+
+/// A session id becomes a file name, so it must be a plain one: not empty, no `/`, `\` or NUL, no
+/// control characters, no leading `.` (which also rules out `.` and `..`), and short enough.
+pub fn check_session_id(id: &str) -> Result<()> {
+    let problem = if id.is_empty() {
+        Some("is empty")
+    } else if id.starts_with('.') {
+        Some("starts with '.'")
+    } else if id.contains(['/', '\\']) {
+        Some("holds a path separator")
+    } else if id.chars().any(char::is_control) {
+        Some("holds a control character")
+    } else if id.len() > 200 {
+        Some("is longer than 200 bytes")
+    } else {
+        None
+    };
+    match problem {
+        Some(why) => Err(Error::usage(format!("unsafe session id {id:?}: it {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// Remove a file, treating "already gone" as done.
+pub fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_path("remove", path),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn unsafe_session_ids_are_refused() {
+        for bad in ["", ".", "..", ".hidden", "../x", "a/b", "a\\b", "a\0b", "a\nb"] {
+            assert!(check_session_id(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(check_session_id(&"x".repeat(201)).is_err());
+        for good in ["019e1625-789d-76c0-80ab-3724b5ddb799", "a.b", "x..y", "é"] {
+            check_session_id(good).unwrap();
+        }
+    }
+
+    #[test]
+    fn init_creates_a_private_skeleton() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let store = Store::init(&root).unwrap();
+        for sub in [store.root().to_path_buf(), store.objects_dir(), store.tmp_dir()] {
+            let mode = fs::metadata(&sub).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", sub.display());
+        }
+        Store::open(&root).unwrap();
+        assert!(Store::open(dir.path()).is_err());
+    }
+}
