@@ -9,5 +9,6 @@ pub mod commands;
 pub mod digest;
 pub mod dispatch;
 pub mod error;
+pub mod input;
 pub mod segment;
 pub mod store;

@@ -26,6 +26,73 @@ pub fn write_session(store: &Store, manifest: &Manifest, out: &mut dyn Write) ->
     Ok(())
 }
 
+/// A folded session as a `Read`: each object is decoded and verified whole before any of its bytes
+/// are served (memory: the largest part), and the end of the stream checks the source's sha256 and
+/// size. A failed check is an `InvalidData` read error carrying the message.
+pub struct SessionReader<'a> {
+    store: &'a Store,
+    manifest: &'a Manifest,
+    next_part: usize,
+    buffer: Vec<u8>,
+    at: usize,
+    hasher: HashingWriter<io::Sink>,
+    done: bool,
+}
+
+impl<'a> SessionReader<'a> {
+    pub fn new(store: &'a Store, manifest: &'a Manifest) -> Self {
+        Self {
+            store,
+            manifest,
+            next_part: 0,
+            buffer: Vec::new(),
+            at: 0,
+            hasher: HashingWriter::new(io::sink()),
+            done: false,
+        }
+    }
+
+    fn refill(&mut self) -> Result<bool> {
+        let Some(part) = self.manifest.parts.get(self.next_part) else {
+            if !self.done {
+                self.done = true;
+                let hasher = std::mem::replace(&mut self.hasher, HashingWriter::new(io::sink()));
+                let (_, digest, bytes) = hasher.finish();
+                let source = &self.manifest.source;
+                if bytes != source.bytes || digest != source.sha256 {
+                    return Err(Error::failed(format!(
+                        "session {:?}: reconstruction gives sha256 {digest}, the source had {}",
+                        self.manifest.session.id, source.sha256
+                    )));
+                }
+            }
+            return Ok(false);
+        };
+        self.next_part += 1;
+        self.buffer.clear();
+        self.at = 0;
+        self.store.read_object(&part.object.sha256, Some(part.object.raw_bytes), &mut self.buffer)?;
+        self.hasher.write_all(&self.buffer).expect("hashing into a sink cannot fail");
+        Ok(true)
+    }
+}
+
+impl io::Read for SessionReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.buffer.len() {
+            match self.refill() {
+                Ok(true) => {}
+                Ok(false) => return Ok(0),
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+            }
+        }
+        let n = out.len().min(self.buffer.len() - self.at);
+        out[..n].copy_from_slice(&self.buffer[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 /// Reconstruct without keeping the bytes: the check made before a manifest is committed and
 /// before a source is removed.
 pub fn verify(store: &Store, manifest: &Manifest) -> Result<()> {
