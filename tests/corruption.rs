@@ -1,0 +1,292 @@
+//! Bad stores and bad input: each gives a one-line error naming the object or file, exit 1 (2 for
+//! bad usage), and leaves no restore target, temp file or manifest behind.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::Env;
+use serde_json::Value;
+
+/// A store holding one folded session "s" whose only field object is returned.
+fn folded(env: &Env) -> (PathBuf, String, u64) {
+    let text = format!(
+        "{{\"type\":\"x\",\"payload\":{{\"output\":\"{}\"}}}}\n{{\"n\":1}}\n",
+        "output line\\n".repeat(800)
+    );
+    let source = env.path("source.jsonl");
+    fs::write(&source, &text).unwrap();
+    let parts = env
+        .run("ctxfold-split", ["--write", source.to_str().unwrap()])
+        .ok()
+        .stdout;
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "s", "--source", source.to_str().unwrap()],
+        &parts,
+    )
+    .ok();
+    let field: Value = parts
+        .split(|&b| b == b'\n')
+        .map(|l| serde_json::from_slice::<Value>(l).unwrap())
+        .find(|p| p["kind"] == "field")
+        .unwrap();
+    let sha = field["object"]["sha256"].as_str().unwrap().to_string();
+    let raw = field["object"]["raw_bytes"].as_u64().unwrap();
+    (source, sha, raw)
+}
+
+fn object_path(store: &Path, sha: &str) -> PathBuf {
+    store
+        .join("objects")
+        .join(&sha[..2])
+        .join(format!("{sha}.zst"))
+}
+
+/// Restore must fail with `needle` and leave the target directory exactly as it was (empty).
+fn restore_fails(env: &Env, needle: &str) {
+    let out_dir = env.path("out");
+    fs::create_dir_all(&out_dir).unwrap();
+    let target = out_dir.join("restored.jsonl");
+    env.run(
+        "ctxfold",
+        ["restore", "s", "--to", target.to_str().unwrap()],
+    )
+    .fails(1)
+    .one_line_error(needle);
+    assert_eq!(
+        fs::read_dir(&out_dir).unwrap().count(),
+        0,
+        "restore left something behind"
+    );
+    env.run("ctxfold-cat-manifest", ["s"])
+        .fails(1)
+        .one_line_error(needle);
+}
+
+#[test]
+fn a_flipped_bit_is_caught() {
+    let env = Env::new();
+    let (_, sha, _) = folded(&env);
+    let path = object_path(&env.store, &sha);
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 6;
+    bytes[last] ^= 0x10;
+    fs::write(&path, bytes).unwrap();
+    restore_fails(&env, &format!("object {sha} is corrupt"));
+    env.run("ctxfold-cat-object", ["-p", &sha])
+        .fails(1)
+        .one_line_error(&sha);
+}
+
+#[test]
+fn a_truncated_object_is_caught() {
+    let env = Env::new();
+    let (_, sha, _) = folded(&env);
+    let path = object_path(&env.store, &sha);
+    let bytes = fs::read(&path).unwrap();
+    fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    restore_fails(&env, &format!("object {sha} is corrupt"));
+}
+
+#[test]
+fn a_frame_that_inflates_past_its_size_is_an_error_not_an_allocation() {
+    let env = Env::new();
+    let (_, sha, raw) = folded(&env);
+    // A valid frame of far more bytes than the manifest records, under the same name.
+    let bomb = zstd::encode_all(&vec![b'A'; (raw as usize) * 1000][..], 19).unwrap();
+    fs::write(object_path(&env.store, &sha), bomb).unwrap();
+    restore_fails(&env, "inflates past its recorded size");
+}
+
+#[test]
+fn a_missing_object_is_named() {
+    let env = Env::new();
+    let (_, sha, _) = folded(&env);
+    fs::remove_file(object_path(&env.store, &sha)).unwrap();
+    restore_fails(&env, &format!("object {sha} is missing"));
+}
+
+#[test]
+fn other_manifest_versions_and_kinds_are_refused() {
+    for (from, to, needle) in [
+        (
+            "\"version\": 1",
+            "\"version\": 2",
+            "unsupported manifest version 2",
+        ),
+        ("\"fold-v1\"", "\"fold-v2\"", "kind \"fold-v2\""),
+        ("\"residual\"", "\"record\"", "belongs to fold-v2"),
+        ("\"bytes\": ", "\"bytes\": 1", "parts add up to"),
+    ] {
+        let env = Env::new();
+        folded(&env);
+        let path = env.store.join("manifests/s.json");
+        let text = fs::read_to_string(&path).unwrap();
+        fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        restore_fails(&env, needle);
+        let run = env.run("ctxfold", ["restore", "s", "--to", "/dev/null/x"]);
+        assert!(
+            run.stderr.contains("manifests/s.json"),
+            "error does not name the file: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_truncated_manifest_is_refused() {
+    let env = Env::new();
+    folded(&env);
+    let path = env.store.join("manifests/s.json");
+    let text = fs::read(&path).unwrap();
+    fs::write(&path, &text[..text.len() / 2]).unwrap();
+    restore_fails(&env, "invalid manifest");
+}
+
+#[test]
+fn unsafe_session_ids_are_refused_before_anything_is_written() {
+    let env = Env::new();
+    let source = env.path("s.jsonl");
+    fs::write(&source, b"{}\n").unwrap();
+    let parts = env
+        .run("ctxfold-split", ["--write", source.to_str().unwrap()])
+        .ok()
+        .stdout;
+    let before = Env::snapshot(&env.store);
+    for id in ["../x", "a/b", ".hidden", ""] {
+        env.run_with_stdin(
+            "ctxfold-write-manifest",
+            ["--session-id", id, "--source", source.to_str().unwrap()],
+            &parts,
+        )
+        .fails(2)
+        .one_line_error("unsafe session id");
+    }
+    assert_eq!(Env::snapshot(&env.store), before);
+    assert!(!env.dir.path().join("x.json").exists());
+}
+
+#[test]
+fn write_manifest_refuses_missing_objects_lying_parts_and_existing_manifests() {
+    let env = Env::new();
+    let (source, _, _) = folded(&env);
+    let src = source.to_str().unwrap();
+    let before = Env::snapshot(&env.store);
+    // Parts of another file: the reconstruction does not match the source.
+    let other = env.path("other.jsonl");
+    fs::write(&other, b"{\"other\":true}\n").unwrap();
+    let parts = env
+        .run("ctxfold-split", ["--write", other.to_str().unwrap()])
+        .ok()
+        .stdout;
+    let after_split = Env::snapshot(&env.store);
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "t", "--source", src],
+        &parts,
+    )
+    .fails(1)
+    .one_line_error("session \"t\" not committed: parts add up to");
+    // Parts naming an object the store does not hold.
+    let parts = env.run("ctxfold-split", [src]).ok().stdout;
+    let fake = format!(
+        "{{\"kind\":\"residual\",\"object\":{{\"sha256\":\"{}\",\"raw_bytes\":3}}}}\n",
+        "ab".repeat(32)
+    );
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "u", "--source", src],
+        fake.as_bytes(),
+    )
+    .fails(1)
+    .one_line_error("is not in the store");
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "v", "--source", src],
+        b"not json\n",
+    )
+    .fails(1)
+    .one_line_error("stdin line 1: not a part");
+    assert_eq!(Env::snapshot(&env.store).len(), after_split.len());
+    assert!(before.len() <= after_split.len());
+    // An existing manifest needs --overwrite.
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "s", "--source", src],
+        &parts,
+    )
+    .fails(1)
+    .one_line_error("session \"s\" not committed: it is already folded");
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "s", "--source", src, "--overwrite"],
+        &parts,
+    )
+    .ok();
+}
+
+#[test]
+fn restore_keeps_an_existing_target_unless_overwrite_and_defaults_to_rollout_path() {
+    let env = Env::new();
+    let (source, _, _) = folded(&env);
+    let original = fs::read(&source).unwrap();
+    // Default target: the rollout_path, which is the absolute source path.
+    env.run("ctxfold", ["restore", "s"])
+        .fails(1)
+        .one_line_error("exists (use --overwrite");
+    fs::write(&source, b"changed").unwrap();
+    env.run("ctxfold", ["materialize", "s", "--overwrite"]).ok();
+    assert_eq!(fs::read(&source).unwrap(), original);
+    fs::remove_file(&source).unwrap();
+    env.run("ctxfold", ["restore", "s"]).ok();
+    assert_eq!(fs::read(&source).unwrap(), original);
+    env.run("ctxfold", ["restore", "nope"])
+        .fails(1)
+        .one_line_error("no folded session \"nope\"");
+}
+
+/// A store as the reference implementation writes it: pretty manifests with extra keys and
+/// without title/cwd/json_path, frames with checksums and no content size.
+#[test]
+fn restores_stores_written_by_the_reference_implementation() {
+    use ctxfold::digest::Digest;
+    let env = Env::new();
+    let chunks: [&[u8]; 3] = [b"{\"a\":", b"\"a reference field\"", b"}\n"];
+    let mut parts = Vec::new();
+    for chunk in chunks {
+        let sha = Digest::of(chunk).to_string();
+        let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        encoder.include_checksum(true).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut encoder, chunk).unwrap();
+        let frame = encoder.finish().unwrap();
+        let path = object_path(&env.store, &sha);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, &frame).unwrap();
+        parts.push(format!(
+            "    {{\n      \"kind\": \"residual\",\n      \"object\": {{\"sha256\": \"{sha}\", \"raw_bytes\": {}, \"stored_bytes\": {}}}\n    }}",
+            chunk.len(),
+            frame.len()
+        ));
+    }
+    let whole = chunks.concat();
+    let manifest = format!(
+        "{{\n  \"version\": 1,\n  \"kind\": \"fold-v1\",\n  \"created_at\": \"2026-07-01T10:00:00Z\",\n  \"session\": {{\"id\": \"ref\", \"rollout_path\": \"/nonexistent/r.jsonl\", \"archived\": true}},\n  \"source\": {{\"bytes\": {}, \"sha256\": \"{}\"}},\n  \"settings\": {{\"field_threshold\": 4096, \"max_json_line_bytes\": 33554432, \"cdc_min_bytes\": 4096, \"cdc_average_bytes\": 16384, \"cdc_max_bytes\": 65536, \"compression\": \"zstd\", \"record_threshold\": 1024}},\n  \"parts\": [\n{}\n  ]\n}}\n",
+        whole.len(),
+        Digest::of(&whole),
+        parts.join(",\n")
+    );
+    fs::create_dir_all(env.store.join("manifests")).unwrap();
+    fs::write(env.store.join("manifests/ref.json"), manifest).unwrap();
+    let out = env.run("ctxfold-cat-manifest", ["ref"]).ok();
+    assert_eq!(out.stdout, whole);
+    let target = env.path("r.jsonl");
+    env.run(
+        "ctxfold",
+        ["restore", "ref", "--to", target.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(fs::read(target).unwrap(), whole);
+}

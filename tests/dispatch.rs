@@ -1,0 +1,112 @@
+//! The dispatcher: exec path, help, "did you mean", extension commands, exit status pass-through.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use common::Env;
+
+#[test]
+fn exec_path_prints_where_plumbing_is_found() {
+    let env = Env::new();
+    let out = env.run("ctxfold", ["--exec-path"]).ok();
+    assert_eq!(
+        out.stdout_text().trim(),
+        common::bin_dir().display().to_string()
+    );
+    let elsewhere = env.path("libexec");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let arg = format!("--exec-path={}", elsewhere.display());
+    let out = env.run("ctxfold", [arg.as_str(), "--exec-path"]).ok();
+    assert_eq!(out.stdout_text().trim(), elsewhere.display().to_string());
+}
+
+#[test]
+fn plumbing_runs_through_the_dispatcher() {
+    let env = Env::new();
+    let file = env.path("f");
+    fs::write(&file, b"abc").unwrap();
+    let direct = env.run("ctxfold-hash-object", [&file]).ok().stdout;
+    let through = env
+        .run("ctxfold", ["hash-object".as_ref(), file.as_os_str()])
+        .ok()
+        .stdout;
+    assert_eq!(direct, through);
+    env.run("ctxfold", ["cat-object", "-p", "nothex"]).fails(2);
+}
+
+#[test]
+fn extension_commands_on_path_run_and_their_status_passes_through() {
+    let mut env = Env::new();
+    let bin = env.path("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("ctxfold-hello");
+    fs::write(&script, "#!/bin/sh\necho \"hello $*\"\nexit 7\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    env.set("PATH", &path);
+    let out = env.run("ctxfold", ["hello", "a", "b"]).fails(7);
+    assert_eq!(out.stdout_text(), "hello a b\n");
+    let listed = env.run("ctxfold", ["help", "-a"]).ok().stdout_text();
+    assert!(listed.contains("hello"), "{listed}");
+}
+
+#[test]
+fn unknown_commands_get_did_you_mean() {
+    let env = Env::new();
+    env.run("ctxfold", ["restor"])
+        .fails(2)
+        .one_line_error("did you mean restore");
+    env.run("ctxfold", ["cat-objct"])
+        .fails(2)
+        .one_line_error("cat-object");
+    env.run("ctxfold", ["zzzzzz"])
+        .fails(2)
+        .one_line_error("'zzzzzz' is not a ctxfold command");
+    env.run("ctxfold", ["--bogus"])
+        .fails(2)
+        .one_line_error("unknown option --bogus");
+    let bare = env.run("ctxfold", Vec::<&str>::new()).fails(2);
+    assert!(bare.stderr.contains("usage: ctxfold"));
+}
+
+#[test]
+fn help_lists_commands_and_shows_long_help_without_a_terminal() {
+    let env = Env::new();
+    let short = env.run("ctxfold", ["help"]).ok().stdout_text();
+    assert!(
+        short.contains("restore") && !short.contains("hash-object"),
+        "{short}"
+    );
+    let all = env.run("ctxfold", ["help", "-a"]).ok().stdout_text();
+    for spec in ctxfold::commands::registry() {
+        assert!(all.contains(&spec.name), "help -a lacks {}", spec.name);
+    }
+    let page = env.run("ctxfold", ["help", "split"]).ok().stdout_text();
+    assert!(
+        page.contains("--field-threshold") && page.contains("FastCDC"),
+        "{page}"
+    );
+    let alias = env
+        .run("ctxfold", ["help", "materialize"])
+        .ok()
+        .stdout_text();
+    assert!(alias.contains("--overwrite"));
+    env.run("ctxfold", ["help", "nonsense"]).fails(2);
+    assert!(
+        env.run("ctxfold", ["--version"])
+            .ok()
+            .stdout_text()
+            .starts_with("ctxfold ")
+    );
+}
+
+#[test]
+fn porcelain_usage_errors_exit_2() {
+    let env = Env::new();
+    env.run("ctxfold", ["restore"]).fails(2);
+    env.run("ctxfold", ["restore", "x", "--bogus"]).fails(2);
+    let help = env.run("ctxfold", ["restore", "--help"]).ok().stdout_text();
+    assert!(help.contains("ctxfold restore"), "{help}");
+}
