@@ -102,7 +102,9 @@ impl Hasher<'_> {
 
     fn hash(&self, input: &mut dyn Read, path: &Path) -> Result<Digest> {
         match self.store {
-            Some(store) => Ok(store.put_object_streaming(input, self.level)?.0),
+            Some(store) => Ok(store
+                .put_object_streaming(input, &path.display().to_string(), self.level)?
+                .0),
             None => Ok(hash_reader(input).with_path("read", path)?.0),
         }
     }

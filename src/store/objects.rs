@@ -119,6 +119,7 @@ impl Store {
     pub fn put_object_streaming(
         &self,
         input: &mut dyn Read,
+        what: &str,
         level: i32,
     ) -> Result<(Digest, u64, Stored)> {
         let mut pending = Pending::new_in(&self.tmp_dir(), ".object-")?;
@@ -129,7 +130,16 @@ impl Store {
             .include_checksum(true)
             .context(|| "configure zstd".into())?;
         let mut hashing = HashingWriter::new(encoder);
-        io::copy(input, &mut hashing).with_path("compress into", &temp)?;
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(format!("read {what}"), e)),
+            };
+            hashing.write_all(&buf[..n]).with_path("write", &temp)?;
+        }
         let (encoder, digest, raw_bytes) = hashing.finish();
         encoder.finish().with_path("compress into", &temp)?;
         let path = self.object_path(&digest);
