@@ -134,7 +134,7 @@ impl Command for FoldArgs {
                 emit(io.out, human_line(report, self.apply))?;
             }
         }
-        let mut failed = !discovery.problems.is_empty() || reports.iter().any(|r| r.is_failure(self.apply));
+        let mut failed = !discovery.problems.is_empty() || reports.iter().any(Report::is_failure);
         for index in &discovery.seed_indexes {
             let target = store.context_fold_dir().join(&index.session_id).join("seed-index.jsonl");
             let merged = crate::store::check_session_id(&index.session_id)
@@ -144,7 +144,7 @@ impl Command for FoldArgs {
                     totals.seed_index_lines += lines as u64;
                     if !self.json {
                         let verb = if self.apply { format!("merged {lines} new lines") } else { "would merge".into() };
-                        emit(io.out, format!("seed index     {}  {verb} from {}", index.session_id, index.path.display()))?;
+                        emit(io.out, format!("seed index       {}  {verb} from {}", index.session_id, index.path.display()))?;
                     }
                 }
                 Err(e) => {
@@ -157,6 +157,10 @@ impl Command for FoldArgs {
             emit(io.out, serde_json::json!({ "total": totals }))?;
         } else {
             emit(io.out, totals.line())?;
+            if totals.needs_overwrite > 0 {
+                writeln!(io.err, "{} sessions were folded earlier with other bytes: --overwrite replaces them.", totals.needs_overwrite)
+                    .map_err(write_failed)?;
+            }
             if !self.apply {
                 writeln!(io.err, "Dry run: nothing was written. Add --apply to fold into {}.", store.root().display())
                     .map_err(write_failed)?;
@@ -211,7 +215,7 @@ fn human_line(report: &Report, apply: bool) -> String {
         Action::Changed => "changed",
         Action::Failed => "failed",
     };
-    let mut line = format!("{action:<15}{}  {}", report.id, bytes(report.source_bytes));
+    let mut line = format!("{action:<17}{}  {}", report.id, bytes(report.source_bytes));
     if report.action == Action::Fold {
         line.push_str(&format!(
             ": new {} stored as {}, deduped {}",

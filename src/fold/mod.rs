@@ -77,11 +77,12 @@ pub struct Report {
 
 impl Report {
     /// Whether this session makes the run end non-zero.
-    pub fn is_failure(&self, apply: bool) -> bool {
+    pub fn is_failure(&self) -> bool {
         match self.action {
             Action::Failed | Action::Changed => true,
-            Action::NeedsOverwrite => apply,
-            Action::Fold | Action::UpToDate => false,
+            // Refused as the contract says, but not a fault: a session that grew since it was
+            // folded is the everyday case, and the line says what to do.
+            Action::NeedsOverwrite | Action::Fold | Action::UpToDate => false,
         }
     }
 }

@@ -256,7 +256,8 @@ fn describe(candidate: &Candidate, titles: &CodexTitles) -> Result<Found> {
     } else if let Some((id, cwd)) = pi::meta(&first) {
         (Agent::Pi, id.or_else(|| pi::id_from_name(stem).map(str::to_string)), cwd, false)
     } else {
-        (Agent::File, None, None, candidate.archived)
+        // A rollout's name still names its thread when its first line is not (yet) readable.
+        (Agent::File, codex::id_from_name(stem).map(str::to_string), None, candidate.archived)
     };
     let id = id.unwrap_or_else(|| stem.to_string());
     check_session_id(&id).map_err(|e| Error::failed(format!("{}: {e}; not folded", path.display())))?;
