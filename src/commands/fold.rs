@@ -30,7 +30,8 @@ use crate::store::writer::WriteStats;
 /// --apply commits: every object is stored and synced, a reconstruction from the store is checked
 /// against the source's sha256 and size, and only then is the manifest written. A session already
 /// folded with the same sha256 is up to date; one folded with other bytes (a session that grew) is
-/// replaced only with --overwrite. A source whose size, mtime, ctime or inode changed while it was
+/// replaced only with --overwrite (without it, it is listed as "needs overwrite" and skipped, which
+/// is not a failure). A source whose size, mtime, ctime or inode changed while it was
 /// read is not committed, and the run ends with status 1.
 ///
 /// --remove-source removes a source only after its manifest is committed and a reconstruction from
@@ -99,12 +100,23 @@ impl Command for FoldArgs {
         let store_path = self.store.path()?;
         if discovery.sessions.is_empty() && discovery.seed_indexes.is_empty() {
             nothing_found(io, &discovery, &Store::at(&store_path))?;
-            return Ok(if discovery.problems.is_empty() { Status::Success } else { Status::Negative });
+            return Ok(if discovery.problems.is_empty() {
+                Status::Success
+            } else {
+                Status::Negative
+            });
         }
-        let store = if self.apply { Store::init(&store_path)? } else { Store::at(&store_path) };
+        let store = if self.apply {
+            Store::init(&store_path)?
+        } else {
+            Store::at(&store_path)
+        };
         let _lock = match self.apply {
             true => Some(store.lock(LockMode::Shared, || {
-                let _ = writeln!(std::io::stderr(), "ctxfold fold: waiting for the store lock (a gc is running)…");
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "ctxfold fold: waiting for the store lock (a gc is running)…"
+                );
             })?),
             false => None,
         };
@@ -129,27 +141,50 @@ impl Command for FoldArgs {
         for report in &reports {
             totals.add(report);
             if self.json {
-                emit(io.out, serde_json::to_string(report).expect("reports serialize"))?;
+                emit(
+                    io.out,
+                    serde_json::to_string(report).expect("reports serialize"),
+                )?;
             } else {
                 emit(io.out, human_line(report, self.apply))?;
             }
         }
         let mut failed = !discovery.problems.is_empty() || reports.iter().any(Report::is_failure);
         for index in &discovery.seed_indexes {
-            let target = store.context_fold_dir().join(&index.session_id).join("seed-index.jsonl");
-            let merged = crate::store::check_session_id(&index.session_id)
-                .and_then(|()| if self.apply { union_lines(&store.tmp_dir(), &target, &index.path) } else { Ok(0) });
+            let target = store
+                .context_fold_dir()
+                .join(&index.session_id)
+                .join("seed-index.jsonl");
+            let merged = crate::store::check_session_id(&index.session_id).and_then(|()| {
+                if self.apply {
+                    union_lines(&store.tmp_dir(), &target, &index.path)
+                } else {
+                    Ok(0)
+                }
+            });
             match merged {
                 Ok(lines) => {
                     totals.seed_index_lines += lines as u64;
                     if !self.json {
-                        let verb = if self.apply { format!("merged {lines} new lines") } else { "would merge".into() };
-                        emit(io.out, format!("seed index       {}  {verb} from {}", index.session_id, index.path.display()))?;
+                        let verb = if self.apply {
+                            format!("merged {lines} new lines")
+                        } else {
+                            "would merge".into()
+                        };
+                        emit(
+                            io.out,
+                            format!(
+                                "seed index       {}  {verb} from {}",
+                                index.session_id,
+                                index.path.display()
+                            ),
+                        )?;
                     }
                 }
                 Err(e) => {
                     failed = true;
-                    writeln!(io.err, "ctxfold fold: {}: {e}", index.path.display()).map_err(write_failed)?;
+                    writeln!(io.err, "ctxfold fold: {}: {e}", index.path.display())
+                        .map_err(write_failed)?;
                 }
             }
         }
@@ -158,15 +193,27 @@ impl Command for FoldArgs {
         } else {
             emit(io.out, totals.line())?;
             if totals.needs_overwrite > 0 {
-                writeln!(io.err, "{} sessions were folded earlier with other bytes: --overwrite replaces them.", totals.needs_overwrite)
-                    .map_err(write_failed)?;
+                writeln!(
+                    io.err,
+                    "{} sessions were folded earlier with other bytes: --overwrite replaces them.",
+                    totals.needs_overwrite
+                )
+                .map_err(write_failed)?;
             }
             if !self.apply {
-                writeln!(io.err, "Dry run: nothing was written. Add --apply to fold into {}.", store.root().display())
-                    .map_err(write_failed)?;
+                writeln!(
+                    io.err,
+                    "Dry run: nothing was written. Add --apply to fold into {}.",
+                    store.root().display()
+                )
+                .map_err(write_failed)?;
             }
         }
-        Ok(if failed { Status::Negative } else { Status::Success })
+        Ok(if failed {
+            Status::Negative
+        } else {
+            Status::Success
+        })
     }
 }
 
@@ -240,15 +287,26 @@ fn human_line(report: &Report, apply: bool) -> String {
 fn nothing_found(io: &mut Io<'_>, discovery: &Discovery, store: &Store) -> Result<()> {
     let mut text = String::from("No sessions found. Looked in:\n");
     for (dir, exists) in &discovery.looked_in {
-        text.push_str(&format!("  {}{}\n", dir.display(), if *exists { "" } else { " (missing)" }));
+        text.push_str(&format!(
+            "  {}{}\n",
+            dir.display(),
+            if *exists { "" } else { " (missing)" }
+        ));
     }
     text.push_str(
         "Set CODEX_HOME or PI_CODING_AGENT_DIR if your agents keep sessions elsewhere, or fold files and \
          folders by path: ctxfold fold PATH...\n",
     );
     let held = store.manifest_files().map(|m| m.len()).unwrap_or(0);
-    text.push_str(&format!("The store at {} holds {held} folded sessions", store.root().display()));
-    text.push_str(if held > 0 { " ('ctxfold ls' lists them).\n" } else { ".\n" });
+    text.push_str(&format!(
+        "The store at {} holds {held} folded sessions",
+        store.root().display()
+    ));
+    text.push_str(if held > 0 {
+        " ('ctxfold ls' lists them).\n"
+    } else {
+        ".\n"
+    });
     io.err.write_all(text.as_bytes()).map_err(write_failed)
 }
 
@@ -258,7 +316,9 @@ pub fn progress_bar(on_terminal: bool, length: u64) -> indicatif::ProgressBar {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(length);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} sessions {elapsed}") {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} sessions {elapsed}")
+    {
         bar.set_style(style);
     }
     bar

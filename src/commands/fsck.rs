@@ -1,6 +1,5 @@
 //! `ctxfold fsck`: the store checked, findings one per line.
 
-
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::{Result, write_failed};
 use crate::store::fsck::check;
@@ -31,11 +30,27 @@ impl Command for FsckArgs {
         let (mut faults, mut notes) = (0u64, 0u64);
         let out = &mut *io.out;
         check(&store, self.full, &mut |finding| {
-            if finding.is_fault() { faults += 1 } else { notes += 1 }
+            if finding.is_fault() {
+                faults += 1
+            } else {
+                notes += 1
+            }
             emit(out, &finding)
         })?;
-        let depth = if self.full { "objects re-hashed, reconstructions checked" } else { "objects present (--full re-hashes them)" };
-        writeln!(io.err, "{faults} problems, {notes} unreferenced objects; {depth}").map_err(write_failed)?;
-        Ok(if faults == 0 { Status::Success } else { Status::Negative })
+        let depth = if self.full {
+            "objects re-hashed, reconstructions checked"
+        } else {
+            "objects present (--full re-hashes them)"
+        };
+        writeln!(
+            io.err,
+            "{faults} problems, {notes} unreferenced objects; {depth}"
+        )
+        .map_err(write_failed)?;
+        Ok(if faults == 0 {
+            Status::Success
+        } else {
+            Status::Negative
+        })
     }
 }

@@ -47,9 +47,13 @@ fn parse_age(text: &str) -> std::result::Result<Duration, String> {
     if text == "now" {
         return Ok(Duration::ZERO);
     }
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| format!("{text:?}: expected `now` or a number with a unit, like 2h"))?;
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected `now` or a number with a unit, like 2h"))?;
     let seconds = match unit {
         "s" => 1,
         "m" => 60,
@@ -66,16 +70,28 @@ impl Command for GcArgs {
         let store = self.store.open()?;
         let _lock = match self.apply {
             true => Some(store.lock(Mode::Exclusive, || {
-                let _ = writeln!(std::io::stderr(), "ctxfold gc: waiting for running folds to finish…");
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "ctxfold gc: waiting for running folds to finish…"
+                );
             })?),
             false => None,
         };
         // The cutoff is taken once the lock is held: the grace period counts from then.
-        let cutoff = SystemTime::now().checked_sub(self.prune).ok_or_else(|| Error::usage("--prune is too long"))?;
+        let cutoff = SystemTime::now()
+            .checked_sub(self.prune)
+            .ok_or_else(|| Error::usage("--prune is too long"))?;
         let plan = gc::plan(&store, cutoff)?;
-        let verb = if self.apply { "removed" } else { "would remove" };
+        let verb = if self.apply {
+            "removed"
+        } else {
+            "would remove"
+        };
         for (digest, size) in &plan.objects {
-            emit(io.out, format_args!("{verb} object {digest} ({})", bytes(*size)))?;
+            emit(
+                io.out,
+                format_args!("{verb} object {digest} ({})", bytes(*size)),
+            )?;
         }
         for temp in &plan.temps {
             emit(io.out, format_args!("{verb} temp file {}", temp.display()))?;
@@ -83,7 +99,10 @@ impl Command for GcArgs {
         let (count, freed) = if self.apply {
             gc::apply(&store, &plan, cutoff)?
         } else {
-            (plan.objects.len() as u64, plan.objects.iter().map(|(_, s)| s).sum())
+            (
+                plan.objects.len() as u64,
+                plan.objects.iter().map(|(_, s)| s).sum(),
+            )
         };
         writeln!(
             io.err,

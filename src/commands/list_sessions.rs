@@ -33,11 +33,18 @@ impl Command for ListSessionsArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let discovery = discover(&Homes::from_env()?, &self.paths);
         for found in &discovery.sessions {
-            emit(io.out, serde_json::to_string(found).expect("sessions serialize"))?;
+            emit(
+                io.out,
+                serde_json::to_string(found).expect("sessions serialize"),
+            )?;
         }
         for problem in &discovery.problems {
             writeln!(io.err, "ctxfold-list-sessions: {problem}").map_err(write_failed)?;
         }
-        Ok(if discovery.problems.is_empty() { Status::Success } else { Status::Negative })
+        Ok(if discovery.problems.is_empty() {
+            Status::Success
+        } else {
+            Status::Negative
+        })
     }
 }

@@ -55,8 +55,12 @@ impl Command for LsArgs {
                 }
             };
             let mut seen = HashSet::new();
-            let stored_bytes =
-                manifest.parts.iter().filter(|p| seen.insert(p.object.sha256)).map(|p| p.object.stored_bytes).sum();
+            let stored_bytes = manifest
+                .parts
+                .iter()
+                .filter(|p| seen.insert(p.object.sha256))
+                .map(|p| p.object.stored_bytes)
+                .sum();
             let entry = Entry {
                 id: &manifest.session.id,
                 title: manifest.session.title.as_deref(),
@@ -67,9 +71,18 @@ impl Command for LsArgs {
                 rollout_path: &manifest.session.rollout_path,
             };
             if self.json {
-                emit(io.out, serde_json::to_string(&entry).expect("entries serialize"))?;
+                emit(
+                    io.out,
+                    serde_json::to_string(&entry).expect("entries serialize"),
+                )?;
             } else {
-                let state = if conflict { "conflict" } else if entry.archived { "archived" } else { "active" };
+                let state = if conflict {
+                    "conflict"
+                } else if entry.archived {
+                    "archived"
+                } else {
+                    "active"
+                };
                 emit(
                     io.out,
                     format_args!(
@@ -82,6 +95,10 @@ impl Command for LsArgs {
                 )?;
             }
         }
-        Ok(if bad == 0 { Status::Success } else { Status::Negative })
+        Ok(if bad == 0 {
+            Status::Success
+        } else {
+            Status::Negative
+        })
     }
 }

@@ -1,6 +1,5 @@
 //! `ctxfold stats`: what the store holds and what it costs.
 
-
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::{Result, write_failed};
@@ -32,7 +31,10 @@ impl Command for StatsArgs {
             writeln!(io.err, "ctxfold stats: {problem}").map_err(write_failed)?;
         }
         if self.json {
-            emit(io.out, serde_json::to_string(&usage).expect("usage serializes"))?;
+            emit(
+                io.out,
+                serde_json::to_string(&usage).expect("usage serializes"),
+            )?;
         } else {
             let text = format!(
                 "manifests          {}\n\
@@ -64,6 +66,10 @@ impl Command for StatsArgs {
             );
             emit(io.out, text)?;
         }
-        Ok(if problems.is_empty() { Status::Success } else { Status::Negative })
+        Ok(if problems.is_empty() {
+            Status::Success
+        } else {
+            Status::Negative
+        })
     }
 }

@@ -50,26 +50,48 @@ impl Command for StatusArgs {
         for problem in &discovery.problems {
             writeln!(io.err, "ctxfold status: {problem}").map_err(write_failed)?;
         }
-        let results = crate::parallel::map(&discovery.sessions, || (), |(), found| state_of(&store, found), || ());
+        let results = crate::parallel::map(
+            &discovery.sessions,
+            || (),
+            |(), found| state_of(&store, found),
+            || (),
+        );
         for (found, result) in discovery.sessions.iter().zip(results) {
             let (state, stamp, folded_bytes) = match result {
                 Ok(r) => r,
                 Err(e) => {
                     failed = true;
-                    writeln!(io.err, "ctxfold status: {}: {e}", found.path.display()).map_err(write_failed)?;
+                    writeln!(io.err, "ctxfold status: {}: {e}", found.path.display())
+                        .map_err(write_failed)?;
                     continue;
                 }
             };
-            let line = Line { id: &found.session.id, state, path: found.path.display().to_string(), bytes: stamp.size, folded_bytes };
+            let line = Line {
+                id: &found.session.id,
+                state,
+                path: found.path.display().to_string(),
+                bytes: stamp.size,
+                folded_bytes,
+            };
             if self.json {
-                emit(io.out, serde_json::to_string(&line).expect("lines serialize"))?;
+                emit(
+                    io.out,
+                    serde_json::to_string(&line).expect("lines serialize"),
+                )?;
             } else {
                 let state = serde_json::to_value(state).expect("states serialize");
                 let state = state.as_str().unwrap_or_default().replace('_', "-");
-                emit(io.out, format_args!("{state:<11} {}  {}", line.id, line.path))?;
+                emit(
+                    io.out,
+                    format_args!("{state:<11} {}  {}", line.id, line.path),
+                )?;
             }
         }
-        Ok(if failed { Status::Negative } else { Status::Success })
+        Ok(if failed {
+            Status::Negative
+        } else {
+            Status::Success
+        })
     }
 }
 
@@ -78,6 +100,12 @@ fn state_of(store: &Store, found: &Found) -> Result<(State, Stamp, Option<u64>)>
     if !store.has_manifest(&found.session.id) {
         return Ok((State::New, stamp, None));
     }
-    let manifest = store.load_manifest(&found.session.id).map_err(|e| Error::failed(e.to_string()))?;
-    Ok((compare(&found.path, &stamp, &manifest.source)?, stamp, Some(manifest.source.bytes)))
+    let manifest = store
+        .load_manifest(&found.session.id)
+        .map_err(|e| Error::failed(e.to_string()))?;
+    Ok((
+        compare(&found.path, &stamp, &manifest.source)?,
+        stamp,
+        Some(manifest.source.bytes),
+    ))
 }

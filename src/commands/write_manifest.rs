@@ -8,9 +8,9 @@ use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::commands::SettingsArgs;
 use crate::digest::hash_reader;
 use crate::error::{Error, IoContext, Result};
+use crate::sources::absolute_utf8;
 use crate::store::lock::Mode;
 use crate::store::manifest::{KIND, Manifest, Part, Session, Source, VERSION};
-use crate::sources::absolute_utf8;
 use crate::store::{Store, check_session_id};
 
 /// Commit a manifest from parts on stdin (as ctxfold-split prints them) and the session's fields
@@ -90,7 +90,11 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
     loop {
         line.clear();
         number += 1;
-        if input.read_line(&mut line).context(|| "read parts from stdin".into())? == 0 {
+        if input
+            .read_line(&mut line)
+            .context(|| "read parts from stdin".into())?
+            == 0
+        {
             return Ok(parts);
         }
         if line.trim().is_empty() {
@@ -98,9 +102,15 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
         }
         let mut part: Part = serde_json::from_str(&line)
             .map_err(|e| Error::failed(format!("stdin line {number}: not a part: {e}")))?;
-        part.object.stored_bytes = store.object_stored_bytes(&part.object.sha256)?.ok_or_else(|| {
-            Error::failed(format!("stdin line {number}: object {} is not in the store; nothing committed", part.object.sha256))
-        })?;
+        part.object.stored_bytes =
+            store
+                .object_stored_bytes(&part.object.sha256)?
+                .ok_or_else(|| {
+                    Error::failed(format!(
+                        "stdin line {number}: object {} is not in the store; nothing committed",
+                        part.object.sha256
+                    ))
+                })?;
         parts.push(part);
     }
 }

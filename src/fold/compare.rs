@@ -33,12 +33,17 @@ pub fn compare(path: &Path, stamp: &Stamp, folded: &Source) -> Result<State> {
     }
     let mut input = crate::input::open(path)?;
     let mut prefix = HashingWriter::new(io::sink());
-    let copied = io::copy(&mut (&mut input).take(folded.bytes), &mut prefix).with_path("read", path)?;
+    let copied =
+        io::copy(&mut (&mut input).take(folded.bytes), &mut prefix).with_path("read", path)?;
     let (_, digest, _) = prefix.finish();
     if copied != folded.bytes || digest != folded.sha256 {
         return Ok(State::Changed);
     }
-    let more = if plain { stamp.size > folded.bytes } else { io::copy(&mut input.take(1), &mut io::sink()).with_path("read", path)? > 0 };
+    let more = if plain {
+        stamp.size > folded.bytes
+    } else {
+        io::copy(&mut input.take(1), &mut io::sink()).with_path("read", path)? > 0
+    };
     Ok(if more { State::Grown } else { State::UpToDate })
 }
 
@@ -51,7 +56,10 @@ mod tests {
     fn states_follow_the_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
-        let folded = Source { bytes: 6, sha256: Digest::of(b"{}\n{}\n") };
+        let folded = Source {
+            bytes: 6,
+            sha256: Digest::of(b"{}\n{}\n"),
+        };
         let state = |bytes: &[u8]| {
             std::fs::write(&path, bytes).unwrap();
             compare(&path, &Stamp::of(&path).unwrap(), &folded).unwrap()

@@ -110,15 +110,7 @@ fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Repor
     let path = &found.path;
     let before = Stamp::of(path)?;
     let id = &found.session.id;
-    let existing = match store.has_manifest(id) {
-        false => None,
-        true => match store.load_manifest(id) {
-            Ok(manifest) => Some(manifest),
-            Err(_) if options.overwrite => None,
-            Err(e) => return Err(e.context("the existing manifest cannot be read (--overwrite replaces it)")),
-        },
-    };
-    if let Some(manifest) = &existing {
+    if let Some(manifest) = &existing_manifest(store, id, options.overwrite)? {
         match compare(path, &before, &manifest.source)? {
             State::UpToDate => {
                 report.action = Action::UpToDate;
@@ -128,7 +120,8 @@ fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Repor
             _ if !options.overwrite => {
                 report.action = Action::NeedsOverwrite;
                 report.source_bytes = before.size;
-                report.note = Some("folded earlier with other bytes; --overwrite replaces it".into());
+                report.note =
+                    Some("folded earlier with other bytes; --overwrite replaces it".into());
                 return Ok(());
             }
             _ => {}
@@ -139,20 +132,56 @@ fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Repor
     test_hook_after_read(path);
     if let Some(change) = before.change(&Stamp::of(path)?) {
         report.action = Action::Changed;
-        report.note = Some(format!("the source changed while it was read ({change}); nothing committed"));
+        report.note = Some(format!(
+            "the source changed while it was read ({change}); nothing committed"
+        ));
         return Ok(());
     }
     report.action = Action::Fold;
     if options.apply {
-        store.commit_manifest(&manifest, options.overwrite)?;
+        if let Err(e) = store.commit_manifest(&manifest, options.overwrite) {
+            // Another fold of the same session may have committed first: same bytes, no harm.
+            match existing_manifest(store, id, false)? {
+                Some(theirs) if !options.overwrite => {
+                    report.action = if theirs.source == manifest.source {
+                        Action::UpToDate
+                    } else {
+                        Action::NeedsOverwrite
+                    };
+                }
+                _ => return Err(e),
+            }
+        }
     }
     remove_source(store, found, &manifest, &before, options, report)
 }
 
+/// The session's manifest if there is one. One that cannot be read is an error, unless it is
+/// about to be replaced (`overwrite`).
+fn existing_manifest(store: &Store, id: &str, overwrite: bool) -> Result<Option<Manifest>> {
+    if !store.has_manifest(id) {
+        return Ok(None);
+    }
+    match store.load_manifest(id) {
+        Ok(manifest) => Ok(Some(manifest)),
+        Err(_) if overwrite => Ok(None),
+        Err(e) => Err(e.context("the existing manifest cannot be read (--overwrite replaces it)")),
+    }
+}
+
 /// Segment the source into objects (stored, or only measured in a dry run) and build its manifest.
-fn segment_source(store: &Store, found: &Found, options: &Options, report: &mut Report) -> Result<Manifest> {
+fn segment_source(
+    store: &Store,
+    found: &Found,
+    options: &Options,
+    report: &mut Report,
+) -> Result<Manifest> {
     let encoder = Encoder::new(options.level)?;
-    let mode = if options.apply { Mode::Write(store, encoder) } else { Mode::DryRun(store, encoder) };
+    let mode = if options.apply {
+        Mode::Write(store, encoder)
+    } else {
+        Mode::DryRun(store, encoder)
+    };
     let mut parts = Vec::new();
     let mut writer = PartWriter::new(mode, |part| {
         parts.push(part);
@@ -166,7 +195,10 @@ fn segment_source(store: &Store, found: &Found, options: &Options, report: &mut 
         version: VERSION,
         kind: KIND.into(),
         session: found.session.clone(),
-        source: Source { bytes: summary.bytes, sha256: summary.sha256 },
+        source: Source {
+            bytes: summary.bytes,
+            sha256: summary.sha256,
+        },
         settings: options.settings.clone(),
         parts,
     })
@@ -177,13 +209,24 @@ fn segment_source(store: &Store, found: &Found, options: &Options, report: &mut 
 /// has its GIT_TEST_* variables); it is not a user-facing setting.
 fn test_hook_after_read(path: &Path) {
     if let Some(command) = std::env::var_os("CTXFOLD_TEST_AFTER_READ").filter(|c| !c.is_empty()) {
-        let _ = std::process::Command::new("sh").arg("-c").arg(command).env("CTXFOLD_TEST_SOURCE", path).status();
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env("CTXFOLD_TEST_SOURCE", path)
+            .status();
     }
 }
 
 /// Remove the source when asked, allowed, and safe: the manifest is committed, a reconstruction
 /// from the store verifies, and the file is still the one that was read.
-fn remove_source(store: &Store, found: &Found, manifest: &Manifest, before: &Stamp, options: &Options, report: &mut Report) -> Result<()> {
+fn remove_source(
+    store: &Store,
+    found: &Found,
+    manifest: &Manifest,
+    before: &Stamp,
+    options: &Options,
+    report: &mut Report,
+) -> Result<()> {
     if !options.remove_source {
         return Ok(());
     }
@@ -196,9 +239,12 @@ fn remove_source(store: &Store, found: &Found, manifest: &Manifest, before: &Sta
         report.source = Removal::WouldRemove;
         return Ok(());
     }
-    reconstruct::verify(store, manifest).map_err(|e| e.context("reconstruction failed; the source is kept"))?;
+    reconstruct::verify(store, manifest)
+        .map_err(|e| e.context("reconstruction failed; the source is kept"))?;
     if let Some(change) = before.change(&Stamp::of(&found.path)?) {
-        return Err(Error::failed(format!("the source changed ({change}); it is kept")));
+        return Err(Error::failed(format!(
+            "the source changed ({change}); it is kept"
+        )));
     }
     crate::store::remove_if_present(&found.path)?;
     crate::store::atomic::sync_parent(&found.path)?;

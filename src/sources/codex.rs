@@ -44,7 +44,11 @@ fn read_session_index(path: &Path, by_id: &mut HashMap<String, String>) {
     let _ = for_each_line(&mut BufReader::new(file), MAX_META_LINE, |line| {
         if let Ok(entry) = serde_json::from_slice::<Value>(line) {
             if let Some(id) = entry.get("id").and_then(Value::as_str) {
-                match entry.get("thread_name").and_then(Value::as_str).map(str::trim) {
+                match entry
+                    .get("thread_name")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                {
                     Some(name) if !name.is_empty() => {
                         by_id.insert(id.to_string(), name.to_string());
                     }
@@ -64,10 +68,16 @@ fn read_threads(path: &Path) -> Vec<(String, String)> {
         return Vec::new();
     }
     let read = || -> rusqlite::Result<Vec<(String, String)>> {
-        let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let db = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
         db.busy_timeout(std::time::Duration::from_millis(200))?;
-        let mut query = db.prepare("SELECT id, title FROM threads WHERE title IS NOT NULL AND title != ''")?;
-        let rows = query.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
+        let mut query =
+            db.prepare("SELECT id, title FROM threads WHERE title IS NOT NULL AND title != ''")?;
+        let rows = query.query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?;
         rows.collect()
     };
     read().unwrap_or_default()
@@ -82,7 +92,9 @@ pub fn is_rollout_name(name: &str) -> bool {
 pub fn id_from_name(stem: &str) -> Option<&str> {
     let rest = stem.strip_prefix("rollout-")?;
     let at = rest.len().checked_sub(36)?;
-    rest.is_char_boundary(at).then(|| &rest[at..]).filter(|id| id.matches('-').count() == 4)
+    rest.is_char_boundary(at)
+        .then(|| &rest[at..])
+        .filter(|id| id.matches('-').count() == 4)
 }
 
 /// `session_meta` (always the first line): the thread id and working directory.
@@ -101,9 +113,14 @@ pub fn first_user_message(input: &mut dyn std::io::BufRead) -> Option<String> {
     let _ = for_each_line(input, MAX_META_LINE, |line| {
         let maybe = memmem::find(line, b"\"user_message\"").is_some()
             || memmem::find(line, b"\"item_completed\"").is_some()
-            || (memmem::find(line, b"\"response_item\"").is_some() && memmem::find(line, b"\"user\"").is_some());
+            || (memmem::find(line, b"\"response_item\"").is_some()
+                && memmem::find(line, b"\"user\"").is_some());
         if maybe {
-            found = serde_json::from_slice::<Value>(line).ok().as_ref().and_then(user_text).and_then(|t| title_line(&t));
+            found = serde_json::from_slice::<Value>(line)
+                .ok()
+                .as_ref()
+                .and_then(user_text)
+                .and_then(|t| title_line(&t));
         }
         found.is_none()
     });
@@ -120,7 +137,11 @@ fn user_text(line: &Value) -> Option<String> {
         ("event_msg", "user_message") => payload.get("message")?.as_str().map(str::to_string),
         ("event_msg", "item_completed") => {
             let item = payload.get("item")?;
-            let kind = item.get("type")?.as_str()?.replace('_', "").to_ascii_lowercase();
+            let kind = item
+                .get("type")?
+                .as_str()?
+                .replace('_', "")
+                .to_ascii_lowercase();
             (kind == "usermessage").then(|| texts(item.get("content")?))?
         }
         ("response_item", "message") if payload.get("role")?.as_str()? == "user" => {
@@ -135,7 +156,11 @@ fn user_text(line: &Value) -> Option<String> {
 
 /// The text blocks of a content array joined, or `None` when it holds none.
 fn texts(content: &Value) -> Option<String> {
-    let parts: Vec<&str> = content.as_array()?.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect();
+    let parts: Vec<&str> = content
+        .as_array()?
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
     (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
@@ -154,9 +179,18 @@ mod tests {
         let classic = r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"fix it\nplease","images":[]}}"#;
         let newest = r#"{"timestamp":"t","ordinal":7,"type":"event_msg","payload":{"type":"item_completed","thread_id":"x","turn_id":"1","item":{"type":"UserMessage","id":"i","content":[{"type":"text","text":"  new shape"}]}}}"#;
         let item = r#"{"timestamp":"t","ordinal":3,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"from the item"}]}}"#;
-        assert_eq!(title(&format!("{preamble}\n{agents}\n{classic}\n")), Some("fix it".into()));
-        assert_eq!(title(&format!("{preamble}\n{newest}\n")), Some("new shape".into()));
-        assert_eq!(title(&format!("{agents}\n{item}\n{classic}\n")), Some("from the item".into()));
+        assert_eq!(
+            title(&format!("{preamble}\n{agents}\n{classic}\n")),
+            Some("fix it".into())
+        );
+        assert_eq!(
+            title(&format!("{preamble}\n{newest}\n")),
+            Some("new shape".into())
+        );
+        assert_eq!(
+            title(&format!("{agents}\n{item}\n{classic}\n")),
+            Some("from the item".into())
+        );
         assert_eq!(title(&format!("{preamble}\n")), None);
     }
 
@@ -176,10 +210,14 @@ mod tests {
         std::fs::write(
             dir.path().join("session_index.jsonl"),
             concat!(
-                r#"{"id":"a","thread_name":"first","updated_at":"t"}"#, "\n",
-                r#"{"id":"b","thread_name":"bee","updated_at":"t"}"#, "\n",
-                r#"{"id":"a","thread_name":"second","updated_at":"t"}"#, "\n",
-                r#"{"id":"b","thread_name":"","updated_at":"t"}"#, "\n",
+                r#"{"id":"a","thread_name":"first","updated_at":"t"}"#,
+                "\n",
+                r#"{"id":"b","thread_name":"bee","updated_at":"t"}"#,
+                "\n",
+                r#"{"id":"a","thread_name":"second","updated_at":"t"}"#,
+                "\n",
+                r#"{"id":"b","thread_name":"","updated_at":"t"}"#,
+                "\n",
                 "not json\n",
             ),
         )

@@ -9,7 +9,11 @@ pub const MAX_META_LINE: usize = 4 << 20;
 
 /// Call `each` with every line of `input` (without its `\n`) no longer than `max` bytes, until it
 /// returns `false` or the input ends.
-pub fn for_each_line(input: &mut dyn BufRead, max: usize, mut each: impl FnMut(&[u8]) -> bool) -> io::Result<()> {
+pub fn for_each_line(
+    input: &mut dyn BufRead,
+    max: usize,
+    mut each: impl FnMut(&[u8]) -> bool,
+) -> io::Result<()> {
     let mut line = Vec::new();
     let mut overlong = false;
     loop {
@@ -71,14 +75,20 @@ mod tests {
 
     #[test]
     fn overlong_lines_are_skipped_and_a_last_line_without_newline_counts() {
-        assert_eq!(lines(b"ab\ncdefgh\nij", 4), vec![b"ab".to_vec(), b"ij".to_vec()]);
+        assert_eq!(
+            lines(b"ab\ncdefgh\nij", 4),
+            vec![b"ab".to_vec(), b"ij".to_vec()]
+        );
         assert_eq!(lines(b"", 4), Vec::<Vec<u8>>::new());
         assert_eq!(lines(b"\n\n", 4), vec![Vec::<u8>::new(), Vec::new()]);
     }
 
     #[test]
     fn titles_are_the_first_non_blank_line() {
-        assert_eq!(title_line("\n  fix the build \nmore"), Some("fix the build".into()));
+        assert_eq!(
+            title_line("\n  fix the build \nmore"),
+            Some("fix the build".into())
+        );
         assert_eq!(title_line(" \n"), None);
         assert_eq!(title_line(&"é".repeat(300)).unwrap().chars().count(), 200);
     }

@@ -71,7 +71,11 @@ pub struct Homes {
 
 impl Homes {
     pub fn from_env() -> Result<Self> {
-        let env = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let env = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let home = env("HOME");
         let under_home = |rel: &str| {
             home.as_ref()
@@ -113,26 +117,58 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
     let mut found = Discovery::default();
     let mut candidates = Vec::new();
     if paths.is_empty() {
-        for dir in [homes.codex_sessions(), homes.codex_archived(), homes.pi_sessions()] {
+        for dir in [
+            homes.codex_sessions(),
+            homes.codex_archived(),
+            homes.pi_sessions(),
+        ] {
             let exists = dir.is_dir();
             found.looked_in.push((dir, exists));
         }
-        walk(&homes.codex_sessions(), None, &mut candidates, &mut found, |name| codex::is_rollout_name(name));
-        walk(&homes.codex_archived(), Some(1), &mut candidates, &mut found, |name| codex::is_rollout_name(name));
-        walk(&homes.pi_sessions(), Some(4), &mut candidates, &mut found, |name| name.ends_with(".jsonl"));
+        walk(
+            &homes.codex_sessions(),
+            None,
+            &mut candidates,
+            &mut found,
+            codex::is_rollout_name,
+        );
+        walk(
+            &homes.codex_archived(),
+            Some(1),
+            &mut candidates,
+            &mut found,
+            codex::is_rollout_name,
+        );
+        walk(
+            &homes.pi_sessions(),
+            Some(4),
+            &mut candidates,
+            &mut found,
+            |name| name.ends_with(".jsonl"),
+        );
         // Pi sessions sit exactly one folder down; deeper files (subagent artifacts) are not sessions.
         let pi_root = homes.pi_sessions();
-        candidates.retain(|c| !c.path.starts_with(&pi_root) || c.path.parent().and_then(Path::parent) == Some(pi_root.as_path()));
+        candidates.retain(|c| {
+            !c.path.starts_with(&pi_root)
+                || c.path.parent().and_then(Path::parent) == Some(pi_root.as_path())
+        });
     } else {
         for path in paths {
             if path.is_dir() {
                 found.looked_in.push((path.clone(), true));
                 walk(path, None, &mut candidates, &mut found, is_ledger_name);
             } else if path.exists() {
-                let archived = path.components().any(|c| c.as_os_str() == "archived_sessions");
-                candidates.push(Candidate { path: path.clone(), archived });
+                let archived = path
+                    .components()
+                    .any(|c| c.as_os_str() == "archived_sessions");
+                candidates.push(Candidate {
+                    path: path.clone(),
+                    archived,
+                });
             } else {
-                found.problems.push(format!("{}: no such file or directory", path.display()));
+                found
+                    .problems
+                    .push(format!("{}: no such file or directory", path.display()));
             }
         }
     }
@@ -140,7 +176,10 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
     candidates.sort_by(|a, b| a.path.cmp(&b.path));
     candidates.dedup_by(|a, b| a.path == b.path);
 
-    let titles = CodexTitles { home: homes.codex.clone(), loaded: OnceLock::new() };
+    let titles = CodexTitles {
+        home: homes.codex.clone(),
+        loaded: OnceLock::new(),
+    };
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     for candidate in candidates {
         match describe(&candidate, &titles) {
@@ -170,11 +209,21 @@ fn is_ledger_name(name: &str) -> bool {
 
 /// Walk `dir` (to `depth`), adding seed indexes to `found` and files whose name passes `keep` to
 /// `candidates`. A missing folder is simply empty.
-fn walk(dir: &Path, depth: Option<usize>, candidates: &mut Vec<Candidate>, found: &mut Discovery, keep: impl Fn(&str) -> bool) {
+fn walk(
+    dir: &Path,
+    depth: Option<usize>,
+    candidates: &mut Vec<Candidate>,
+    found: &mut Discovery,
+    keep: impl Fn(&str) -> bool,
+) {
     if !dir.is_dir() {
         return;
     }
-    let walker = ignore::WalkBuilder::new(dir).standard_filters(false).follow_links(false).max_depth(depth).build();
+    let walker = ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .follow_links(false)
+        .max_depth(depth)
+        .build();
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
@@ -191,9 +240,13 @@ fn walk(dir: &Path, depth: Option<usize>, candidates: &mut Vec<Candidate>, found
             found.seed_indexes.push(index);
             continue;
         }
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         if keep(name) {
-            let archived = path.components().any(|c| c.as_os_str() == "archived_sessions");
+            let archived = path
+                .components()
+                .any(|c| c.as_os_str() == "archived_sessions");
             candidates.push(Candidate { path, archived });
         }
     }
@@ -209,13 +262,20 @@ fn seed_index(path: &Path) -> Option<SeedIndex> {
         return None;
     }
     let session_id = session_dir.file_name()?.to_str()?.to_string();
-    Some(SeedIndex { session_id, path: path.to_path_buf() })
+    Some(SeedIndex {
+        session_id,
+        path: path.to_path_buf(),
+    })
 }
 
 /// A plain `.jsonl` wins over its `.jsonl.zst` sibling, as in Codex: the `.zst` is dropped when the
 /// plain file exists.
 fn drop_shadowed_archives(candidates: &mut Vec<Candidate>) {
-    let plain: HashSet<PathBuf> = candidates.iter().filter(|c| !crate::input::is_zstd(&c.path)).map(|c| c.path.clone()).collect();
+    let plain: HashSet<PathBuf> = candidates
+        .iter()
+        .filter(|c| !crate::input::is_zstd(&c.path))
+        .map(|c| c.path.clone())
+        .collect();
     candidates.retain(|c| {
         !crate::input::is_zstd(&c.path) || {
             let sibling = c.path.with_extension("");
@@ -232,7 +292,10 @@ struct CodexTitles {
 
 impl CodexTitles {
     fn get(&self, id: &str) -> Option<String> {
-        self.loaded.get_or_init(|| codex::Titles::load(&self.home)).get(id).map(str::to_string)
+        self.loaded
+            .get_or_init(|| codex::Titles::load(&self.home))
+            .get(id)
+            .map(str::to_string)
     }
 }
 
@@ -241,41 +304,78 @@ fn describe(candidate: &Candidate, titles: &CodexTitles) -> Result<Found> {
     let path = &candidate.path;
     let mut input = crate::input::open(path)?;
     let mut first: Option<Value> = None;
-    lines::for_each_line(&mut input, crate::segment::Settings::default().max_json_line_bytes as usize, |line| {
-        first = serde_json::from_slice(line).ok();
-        false
-    })
+    lines::for_each_line(
+        &mut input,
+        crate::segment::Settings::default().max_json_line_bytes as usize,
+        |line| {
+            first = serde_json::from_slice(line).ok();
+            false
+        },
+    )
     .with_path("read", path)?;
     let first = first.unwrap_or(Value::Null);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
     let stem = name.strip_suffix(".zst").unwrap_or(name);
     let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
     let (agent, id, cwd, archived) = if let Some((id, cwd)) = codex::meta(&first) {
         let id = id.or_else(|| codex::id_from_name(stem).map(str::to_string));
         (Agent::Codex, id, cwd, candidate.archived)
     } else if let Some((id, cwd)) = pi::meta(&first) {
-        (Agent::Pi, id.or_else(|| pi::id_from_name(stem).map(str::to_string)), cwd, false)
+        (
+            Agent::Pi,
+            id.or_else(|| pi::id_from_name(stem).map(str::to_string)),
+            cwd,
+            false,
+        )
     } else {
         // A rollout's name still names its thread when its first line is not (yet) readable.
-        (Agent::File, codex::id_from_name(stem).map(str::to_string), None, candidate.archived)
+        (
+            Agent::File,
+            codex::id_from_name(stem).map(str::to_string),
+            None,
+            candidate.archived,
+        )
     };
     let id = id.unwrap_or_else(|| stem.to_string());
-    check_session_id(&id).map_err(|e| Error::failed(format!("{}: {e}; not folded", path.display())))?;
+    check_session_id(&id)
+        .map_err(|e| Error::failed(format!("{}: {e}; not folded", path.display())))?;
     let title = match agent {
-        Agent::Codex => titles.get(&id).or_else(|| codex::first_user_message(&mut input)),
+        Agent::Codex => titles
+            .get(&id)
+            .or_else(|| codex::first_user_message(&mut input)),
         Agent::Pi => pi::title(&mut input),
         Agent::File => None,
     };
     // A compressed archive is restored as the plain JSONL Codex reads.
-    let restored = if crate::input::is_zstd(path) { path.with_extension("") } else { path.clone() };
+    let restored = if crate::input::is_zstd(path) {
+        path.with_extension("")
+    } else {
+        path.clone()
+    };
     let rollout_path = absolute_utf8(&restored)?;
-    Ok(Found { session: Session { id, title, cwd, rollout_path, archived }, agent, path: path.clone() })
+    Ok(Found {
+        session: Session {
+            id,
+            title,
+            cwd,
+            rollout_path,
+            archived,
+        },
+        agent,
+        path: path.clone(),
+    })
 }
 
 /// Manifests hold paths as JSON strings: an absolute, UTF-8 path.
 pub fn absolute_utf8(path: &Path) -> Result<String> {
     let absolute = std::path::absolute(path).with_path("resolve", path)?;
     absolute.into_os_string().into_string().map_err(|p| {
-        Error::failed(format!("{}: a path that is not UTF-8 cannot be recorded in a manifest", p.display()))
+        Error::failed(format!(
+            "{}: a path that is not UTF-8 cannot be recorded in a manifest",
+            Path::new(&p).display()
+        ))
     })
 }

@@ -40,7 +40,9 @@ pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
     let files = store.manifest_files()?;
     for path in &files {
         let manifest = Store::load_manifest_file(path).map_err(|e| {
-            Error::failed(format!("{e}; gc removes nothing while a manifest is unreadable (see ctxfold fsck)"))
+            Error::failed(format!(
+                "{e}; gc removes nothing while a manifest is unreadable (see ctxfold fsck)"
+            ))
         })?;
         roots.extend(manifest.parts.iter().map(|p| p.object.sha256));
     }
@@ -68,7 +70,9 @@ pub fn plan(store: &Store, cutoff: SystemTime) -> Result<Plan> {
         }
     }
     for dir in [store.tmp_dir(), store.manifests_dir()] {
-        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries {
             let path = entry.with_path("list", &dir)?.path();
             let is_temp = dir == store.tmp_dir() || is_temp_name(&path);
@@ -104,7 +108,9 @@ pub fn apply(store: &Store, plan: &Plan, cutoff: SystemTime) -> Result<(u64, u64
 
 /// Temp files as ctxfold and the reference implementation name them: `.<what>-XXXX.tmp`.
 fn is_temp_name(path: &Path) -> bool {
-    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"))
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"))
 }
 
 fn stat(path: &Path) -> Result<Option<fs::Metadata>> {

@@ -20,10 +20,13 @@ use crate::error::{Error, IoContext, Result};
 /// by an flock on the target's folder.
 pub fn union_lines(tmp_dir: &Path, target: &Path, incoming: &Path) -> Result<usize> {
     let new_bytes = fs::read(incoming).with_path("read", incoming)?;
-    let dir = target.parent().ok_or_else(|| Error::usage(format!("{}: no parent folder", target.display())))?;
+    let dir = target
+        .parent()
+        .ok_or_else(|| Error::usage(format!("{}: no parent folder", target.display())))?;
     super::create_private_dir(dir)?;
     let dir_handle = File::open(dir).with_path("open", dir)?;
-    flock(&dir_handle, FlockOperation::LockExclusive).map_err(|e| Error::io(format!("lock {}", dir.display()), e.into()))?;
+    flock(&dir_handle, FlockOperation::LockExclusive)
+        .map_err(|e| Error::io(format!("lock {}", dir.display()), e.into()))?;
     let old = match fs::read(target) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
@@ -50,9 +53,13 @@ pub fn union_lines(tmp_dir: &Path, target: &Path, incoming: &Path) -> Result<usi
     let mut pending = Pending::new_in(tmp_dir, ".seed-index-")?;
     pending.write_all(&old).with_path("write", pending.path())?;
     if !old.is_empty() && !old.ends_with(b"\n") {
-        pending.write_all(b"\n").with_path("write", pending.path())?;
+        pending
+            .write_all(b"\n")
+            .with_path("write", pending.path())?;
     }
-    pending.write_all(&added).with_path("write", pending.path())?;
+    pending
+        .write_all(&added)
+        .with_path("write", pending.path())?;
     pending.commit(target, true)?;
     Ok(count)
 }
@@ -70,7 +77,10 @@ mod tests {
         assert_eq!(union_lines(dir.path(), &target, &incoming).unwrap(), 2);
         fs::write(&incoming, b"{\"c\":3}\n{\"a\":1}\n{\"c\":3}\n{\"half").unwrap();
         assert_eq!(union_lines(dir.path(), &target, &incoming).unwrap(), 1);
-        assert_eq!(fs::read(&target).unwrap(), b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+        assert_eq!(
+            fs::read(&target).unwrap(),
+            b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
+        );
         assert_eq!(union_lines(dir.path(), &target, &incoming).unwrap(), 0);
     }
 }

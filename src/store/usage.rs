@@ -49,7 +49,9 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
                 usage.manifests += 1;
                 usage.logical_bytes += manifest.source.bytes;
                 for part in &manifest.parts {
-                    kinds.entry(part.object.sha256).or_insert((part.kind, part.object.raw_bytes));
+                    kinds
+                        .entry(part.object.sha256)
+                        .or_insert((part.kind, part.object.raw_bytes));
                 }
             }
             Err(e) => problems.push(e.to_string()),

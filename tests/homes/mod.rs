@@ -34,7 +34,10 @@ pub const PI_DIR: &str = "--Users-x-proj--";
 
 impl Homes {
     pub fn get(&self, id: &str) -> &Placed {
-        self.sessions.iter().find(|s| s.id == id).unwrap_or_else(|| panic!("no session {id}"))
+        self.sessions
+            .iter()
+            .find(|s| s.id == id)
+            .unwrap_or_else(|| panic!("no session {id}"))
     }
 
     pub fn archived(&self) -> impl Iterator<Item = &Placed> {
@@ -62,7 +65,9 @@ pub fn build(env: &mut Env) -> Homes {
     let codex = env.path("codex");
     let pi = env.path("pi");
     let files = fixture_files();
-    let (codex_files, pi_files): (Vec<_>, Vec<_>) = files.iter().partition(|p| p.parent().unwrap().ends_with("codex"));
+    let (codex_files, pi_files): (Vec<_>, Vec<_>) = files
+        .iter()
+        .partition(|p| p.parent().unwrap().ends_with("codex"));
     let mut sessions = Vec::new();
     let archived_dir = codex.join("archived_sessions");
     fs::create_dir_all(&archived_dir).unwrap();
@@ -77,14 +82,30 @@ pub fn build(env: &mut Env) -> Homes {
                 let path = archived_dir.join(&name);
                 fs::write(&path, &bytes).unwrap();
                 shadowed = archived_dir.join(format!("{name}.zst"));
-                fs::write(&shadowed, zstd::encode_all(&bytes[..bytes.len() / 2], 3).unwrap()).unwrap();
-                Placed { id, rollout_path: path.clone(), path, bytes, archived: true }
+                fs::write(
+                    &shadowed,
+                    zstd::encode_all(&bytes[..bytes.len() / 2], 3).unwrap(),
+                )
+                .unwrap();
+                Placed {
+                    id,
+                    rollout_path: path.clone(),
+                    path,
+                    bytes,
+                    archived: true,
+                }
             }
             // Archived and compressed by Codex: restored as the plain file.
             1 => {
                 let path = archived_dir.join(format!("{name}.zst"));
                 fs::write(&path, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
-                Placed { id, rollout_path: archived_dir.join(&name), path, bytes, archived: true }
+                Placed {
+                    id,
+                    rollout_path: archived_dir.join(&name),
+                    path,
+                    bytes,
+                    archived: true,
+                }
             }
             // Active, under sessions/YYYY/MM/DD.
             _ => {
@@ -93,7 +114,13 @@ pub fn build(env: &mut Env) -> Homes {
                 fs::create_dir_all(&dir).unwrap();
                 let path = dir.join(&name);
                 fs::write(&path, &bytes).unwrap();
-                Placed { id, rollout_path: path.clone(), path, bytes, archived: false }
+                Placed {
+                    id,
+                    rollout_path: path.clone(),
+                    path,
+                    bytes,
+                    archived: false,
+                }
             }
         };
         sessions.push(placed);
@@ -105,12 +132,24 @@ pub fn build(env: &mut Env) -> Homes {
         let id = pi_id(&bytes);
         let path = pi_sessions.join(format!("2025-12-17T19-39-21-535Z_{id}.jsonl"));
         fs::write(&path, &bytes).unwrap();
-        sessions.push(Placed { id, rollout_path: path.clone(), path, bytes, archived: false });
+        sessions.push(Placed {
+            id,
+            rollout_path: path.clone(),
+            path,
+            bytes,
+            archived: false,
+        });
     }
-    let seed_dir = pi_sessions.join("context-fold").join(&sessions.last().unwrap().id);
+    let seed_dir = pi_sessions
+        .join("context-fold")
+        .join(&sessions.last().unwrap().id);
     fs::create_dir_all(&seed_dir).unwrap();
     let seed_index = seed_dir.join("seed-index.jsonl");
-    fs::write(&seed_index, b"{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n{\"v\":2,\"kind\":\"fold\",\"seq\":2}\n").unwrap();
+    fs::write(
+        &seed_index,
+        b"{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n{\"v\":2,\"kind\":\"fold\",\"seq\":2}\n",
+    )
+    .unwrap();
 
     // Titles: the state database for one thread, session_index.jsonl for another (its last line wins).
     fs::write(
@@ -132,10 +171,20 @@ pub fn build(env: &mut Env) -> Homes {
 
     env.set("CODEX_HOME", &codex);
     env.set("PI_CODING_AGENT_DIR", &pi);
-    Homes { codex, pi, sessions, shadowed, seed_index }
+    Homes {
+        codex,
+        pi,
+        sessions,
+        shadowed,
+        seed_index,
+    }
 }
 
 /// JSON Lines from a run's stdout.
 pub fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
-    String::from_utf8(stdout.to_vec()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    String::from_utf8(stdout.to_vec())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
