@@ -33,8 +33,15 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "cat-object" -d 'Sho
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "split" -d 'Segment a session file into fold-v1 parts, printed as JSON Lines'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "write-manifest" -d 'Commit a manifest from parts on stdin (as ctxfold-split prints them) and the session\'s fields'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "cat-manifest" -d 'Write a folded session\'s original bytes to stdout, verified as they stream'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "list-sessions" -d 'List the session files found, with the fields their manifests would record (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fold" -d 'Fold sessions into the store (a dry run unless --apply)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "restore" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "materialize" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "ls" -d 'List the folded sessions: id, title, archived, source bytes, stored bytes'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "status" -d 'Show each session found: new, up to date, grown since folded, or changed'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "stats" -d 'Show what the store holds: logical, unique raw, stored and disk bytes, objects, ratios'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fsck" -d 'Check the store: manifests readable, every object they name present (--full: and sound)'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "gc" -d 'Remove objects no manifest references, and stale temp files (a dry run unless --apply)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand help" -s a -l all -d 'List every command'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand help" -s h -l help -d 'Print help'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand hash-object" -l level -d 'zstd level for new objects' -r
@@ -81,6 +88,23 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -l manifes
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand list-sessions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand list-sessions" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l field-threshold -d 'String values whose raw token is at least this many bytes become field parts' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l max-json-line-bytes -d 'Lines longer than this (with their newline) are not parsed, only chunked' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l cdc-min-bytes -d 'FastCDC minimum chunk size for the bytes between fields' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l cdc-average-bytes -d 'FastCDC average chunk size' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l cdc-max-bytes -d 'FastCDC maximum chunk size' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l level -d 'zstd level for new objects' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l apply -d 'Commit (without it, a dry run that writes nothing)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l overwrite -d 'Replace the manifest of a session folded earlier with other bytes'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l remove-source -d 'Remove each archived source once its manifest is committed and its reconstruction verified'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l allow-active -d 'With --remove-source, remove active (not archived) sources too'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l no-seeds -d 'Do not extract the seed index of the folded sessions'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l json -d 'One JSON object per session, then one with the totals (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l to -d 'Where to write it [default: the manifest\'s rollout_path]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l overwrite -d 'Replace an existing file at the target'
@@ -91,3 +115,24 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l store -d
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l overwrite -d 'Replace an existing file at the target'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -l json -d 'One JSON object per session (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -l json -d 'One JSON object per session (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -l json -d 'One JSON object (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -l full -d 'Also decompress and re-hash every object and reconstruct every manifest'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l prune -d 'Keep unreferenced objects and temp files younger than this: `now`, or a number with s, m, h, d or w (`30m`, `2d`)' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l apply -d 'Remove (without it, list what would be removed)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s V -l version -d 'Print version'

@@ -2,6 +2,7 @@
 //! and the one function that turns a command's result into output on stderr and an exit code.
 
 pub mod docs;
+pub mod human;
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};

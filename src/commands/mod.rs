@@ -3,9 +3,16 @@
 
 pub mod cat_manifest;
 pub mod cat_object;
+pub mod fold;
+pub mod fsck;
+pub mod gc;
 pub mod hash_object;
+pub mod list_sessions;
+pub mod ls;
 pub mod restore;
 pub mod split;
+pub mod stats;
+pub mod status;
 pub mod write_manifest;
 
 use crate::cli::{Level, Spec};
@@ -19,7 +26,14 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<split::SplitArgs>(Level::Plumbing),
         Spec::of::<write_manifest::WriteManifestArgs>(Level::Plumbing),
         Spec::of::<cat_manifest::CatManifestArgs>(Level::Plumbing),
+        Spec::of::<list_sessions::ListSessionsArgs>(Level::Plumbing),
+        Spec::of::<fold::FoldArgs>(Level::Porcelain),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
+        Spec::of::<ls::LsArgs>(Level::Porcelain),
+        Spec::of::<status::StatusArgs>(Level::Porcelain),
+        Spec::of::<stats::StatsArgs>(Level::Porcelain),
+        Spec::of::<fsck::FsckArgs>(Level::Porcelain),
+        Spec::of::<gc::GcArgs>(Level::Porcelain),
     ]
 }
 

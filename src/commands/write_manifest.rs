@@ -2,12 +2,13 @@
 
 use std::fs::File;
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::commands::SettingsArgs;
 use crate::digest::hash_reader;
 use crate::error::{Error, IoContext, Result};
+use crate::sources::absolute_utf8;
 use crate::store::lock::Mode;
 use crate::store::manifest::{KIND, Manifest, Part, Session, Source, VERSION};
 use crate::store::{Store, check_session_id};
@@ -112,15 +113,4 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
                 })?;
         parts.push(part);
     }
-}
-
-/// Manifests hold paths as JSON strings: an absolute, UTF-8 path.
-pub fn absolute_utf8(path: &Path) -> Result<String> {
-    let absolute = std::path::absolute(path).with_path("resolve", path)?;
-    absolute.into_os_string().into_string().map_err(|p| {
-        Error::failed(format!(
-            "{}: a path that is not UTF-8 cannot be recorded in a manifest",
-            p.display()
-        ))
-    })
 }

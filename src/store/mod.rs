@@ -12,10 +12,14 @@
 //! become parts and `objects`, `manifest`, `reconstruct` for the rest of the engine.
 
 pub mod atomic;
+pub mod fsck;
+pub mod gc;
 pub mod lock;
 pub mod manifest;
 pub mod objects;
 pub mod reconstruct;
+pub mod union;
+pub mod usage;
 pub mod writer;
 
 use std::fs::{self, DirBuilder};

@@ -20,7 +20,7 @@ pub enum Mode<'a> {
 }
 
 /// What a run added and what it found already stored.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct WriteStats {
     pub parts: u64,
     /// Raw bytes of parts that were (or would be) new objects.

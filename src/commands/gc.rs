@@ -1,0 +1,132 @@
+//! `ctxfold gc`: unreferenced objects and stale temp files removed (a dry run unless --apply).
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use crate::cli::human::bytes;
+use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::error::{Error, Result, write_failed};
+use crate::store::gc;
+use crate::store::lock::Mode;
+
+/// Remove objects no manifest references, and stale temp files (a dry run unless --apply)
+///
+/// Every manifest under manifests/ is a root, its subfolders included (generations/, conflicts/).
+/// While any manifest cannot be read, gc removes nothing: an unreadable manifest may name objects
+/// that would otherwise look unreferenced (ctxfold fsck names it).
+///
+/// Safe beside a running fold, by two means together, as git, restic and kopia do it. --apply takes
+/// the store lock (<store>/locks/objects.lock, an flock shared with the reference implementation)
+/// exclusive, waiting for running folds to finish, and holds it while it plans and removes; every
+/// writer holds it shared from its first object to its last manifest, so none is between writing
+/// an object and committing the manifest that names it. And only objects and temp files whose mtime
+/// is older than the grace period go (--prune, default 1 hour): a plumbing pipeline such as
+/// `ctxfold-split --write | ctxfold-write-manifest` releases the lock between its two steps, and
+/// writers refresh the mtime of every object they reuse. (The reference implementation's gc takes
+/// no lock and keeps no grace period: a fold committing between its scan and its deletes loses
+/// objects. This one does not.)
+///
+/// Stale temp files are the files in <store>/tmp and the `.*.tmp` files under objects/ and
+/// manifests/ older than the grace period.
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-gc", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct GcArgs {
+    /// Remove (without it, list what would be removed)
+    #[arg(long)]
+    pub apply: bool,
+    /// Keep unreferenced objects and temp files younger than this: `now`, or a number with s, m, h,
+    /// d or w (`30m`, `2d`)
+    #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_age)]
+    pub prune: Duration,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `now` or `<n><unit>` with unit s, m, h, d, w.
+fn parse_age(text: &str) -> std::result::Result<Duration, String> {
+    if text == "now" {
+        return Ok(Duration::ZERO);
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected `now` or a number with a unit, like 2h"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return Err(format!("{text:?}: the unit must be s, m, h, d or w")),
+    };
+    Ok(Duration::from_secs(number.saturating_mul(seconds)))
+}
+
+impl Command for GcArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let store = self.store.open()?;
+        let _lock = match self.apply {
+            true => Some(store.lock(Mode::Exclusive, || {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "ctxfold gc: waiting for running folds to finish…"
+                );
+            })?),
+            false => None,
+        };
+        // The cutoff is taken once the lock is held: the grace period counts from then.
+        let cutoff = SystemTime::now()
+            .checked_sub(self.prune)
+            .ok_or_else(|| Error::usage("--prune is too long"))?;
+        let plan = gc::plan(&store, cutoff)?;
+        let verb = if self.apply {
+            "removed"
+        } else {
+            "would remove"
+        };
+        for (digest, size) in &plan.objects {
+            emit(
+                io.out,
+                format_args!("{verb} object {digest} ({})", bytes(*size)),
+            )?;
+        }
+        for temp in &plan.temps {
+            emit(io.out, format_args!("{verb} temp file {}", temp.display()))?;
+        }
+        let (count, freed) = if self.apply {
+            gc::apply(&store, &plan, cutoff)?
+        } else {
+            (
+                plan.objects.len() as u64,
+                plan.objects.iter().map(|(_, s)| s).sum(),
+            )
+        };
+        writeln!(
+            io.err,
+            "{count} unreferenced objects ({}) {verb}, {} temp files; {} objects referenced; {} unreferenced objects younger than --prune kept{}",
+            bytes(freed),
+            plan.temps.len(),
+            plan.referenced,
+            plan.young,
+            if self.apply { "" } else { ". Dry run: add --apply to remove." },
+        )
+        .map_err(write_failed)?;
+        Ok(Status::Success)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse_as_git_spells_them() {
+        assert_eq!(parse_age("now"), Ok(Duration::ZERO));
+        assert_eq!(parse_age("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_age("2w"), Ok(Duration::from_secs(2 * 604_800)));
+        assert!(parse_age("2 weeks").is_err() && parse_age("h").is_err());
+    }
+}

@@ -1,0 +1,253 @@
+//! Folding one found session into the store, with every rule of fold-v1's "Mutation Safety": a
+//! dry run unless applied, an existing manifest replaced only with `overwrite` (a source whose
+//! sha256 already matches is simply up to date), nothing committed when the source changed while
+//! it was read, and a source removed only after its manifest is committed and a reconstruction from
+//! the store verified (an active one only with `allow_active`).
+//!
+//! The source is read once: segmenting it also hashes it. Its stamp (size, mtime, ctime, inode)
+//! is taken before the read and compared just before the commit.
+
+pub mod compare;
+pub mod stamp;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::segment::{Settings, segment};
+use crate::sources::Found;
+use crate::store::Store;
+use crate::store::manifest::{KIND, Manifest, Source, VERSION};
+use crate::store::objects::Encoder;
+use crate::store::reconstruct;
+use crate::store::writer::{Mode, PartWriter, WriteStats};
+use compare::{State, compare};
+use stamp::Stamp;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub apply: bool,
+    pub overwrite: bool,
+    pub remove_source: bool,
+    pub allow_active: bool,
+    pub settings: Settings,
+    pub level: i32,
+}
+
+/// What happened to a session (or, in a dry run, would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Committed (`--apply`) or would be (a dry run).
+    Fold,
+    UpToDate,
+    /// A manifest for the session exists and records other bytes: `--overwrite` replaces it.
+    NeedsOverwrite,
+    /// The source changed while it was read: nothing committed.
+    Changed,
+    Failed,
+}
+
+/// What happened to the source file under `--remove-source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Removal {
+    Kept,
+    Removed,
+    WouldRemove,
+    /// Not archived, and `--allow-active` was not given.
+    KeptActive,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub id: String,
+    pub path: String,
+    pub action: Action,
+    /// Decompressed size of the source (0 when it could not be read).
+    pub source_bytes: u64,
+    #[serde(flatten)]
+    pub stats: WriteStats,
+    pub source: Removal,
+    /// Why it failed, changed or was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Report {
+    /// Whether this session makes the run end non-zero.
+    pub fn is_failure(&self) -> bool {
+        match self.action {
+            Action::Failed | Action::Changed => true,
+            // Refused as the contract says, but not a fault: a session that grew since it was
+            // folded is the everyday case, and the line says what to do.
+            Action::NeedsOverwrite | Action::Fold | Action::UpToDate => false,
+        }
+    }
+}
+
+/// Fold one session. Never returns an error: failures are in the report, so that one bad file
+/// does not stop the others.
+pub fn fold_session(store: &Store, found: &Found, options: &Options) -> Report {
+    let mut report = Report {
+        id: found.session.id.clone(),
+        path: found.path.display().to_string(),
+        action: Action::Failed,
+        source_bytes: 0,
+        stats: WriteStats::default(),
+        source: Removal::Kept,
+        note: None,
+    };
+    if let Err(e) = fold_into(store, found, options, &mut report) {
+        report.action = Action::Failed;
+        report.note = Some(e.to_string());
+    }
+    report
+}
+
+fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Report) -> Result<()> {
+    let path = &found.path;
+    let before = Stamp::of(path)?;
+    let id = &found.session.id;
+    if let Some(manifest) = &existing_manifest(store, id, options.overwrite)? {
+        match compare(path, &before, &manifest.source)? {
+            State::UpToDate => {
+                report.action = Action::UpToDate;
+                report.source_bytes = manifest.source.bytes;
+                return remove_source(store, found, manifest, &before, options, report);
+            }
+            _ if !options.overwrite => {
+                report.action = Action::NeedsOverwrite;
+                report.source_bytes = before.size;
+                report.note =
+                    Some("folded earlier with other bytes; --overwrite replaces it".into());
+                return Ok(());
+            }
+            _ => {}
+        }
+    }
+
+    let manifest = segment_source(store, found, options, report)?;
+    test_hook_after_read(path);
+    if let Some(change) = before.change(&Stamp::of(path)?) {
+        report.action = Action::Changed;
+        report.note = Some(format!(
+            "the source changed while it was read ({change}); nothing committed"
+        ));
+        return Ok(());
+    }
+    report.action = Action::Fold;
+    if options.apply {
+        if let Err(e) = store.commit_manifest(&manifest, options.overwrite) {
+            // Another fold of the same session may have committed first: same bytes, no harm.
+            match existing_manifest(store, id, false)? {
+                Some(theirs) if !options.overwrite => {
+                    report.action = if theirs.source == manifest.source {
+                        Action::UpToDate
+                    } else {
+                        Action::NeedsOverwrite
+                    };
+                }
+                _ => return Err(e),
+            }
+        }
+    }
+    remove_source(store, found, &manifest, &before, options, report)
+}
+
+/// The session's manifest if there is one. One that cannot be read is an error, unless it is
+/// about to be replaced (`overwrite`).
+fn existing_manifest(store: &Store, id: &str, overwrite: bool) -> Result<Option<Manifest>> {
+    if !store.has_manifest(id) {
+        return Ok(None);
+    }
+    match store.load_manifest(id) {
+        Ok(manifest) => Ok(Some(manifest)),
+        Err(_) if overwrite => Ok(None),
+        Err(e) => Err(e.context("the existing manifest cannot be read (--overwrite replaces it)")),
+    }
+}
+
+/// Segment the source into objects (stored, or only measured in a dry run) and build its manifest.
+fn segment_source(
+    store: &Store,
+    found: &Found,
+    options: &Options,
+    report: &mut Report,
+) -> Result<Manifest> {
+    let encoder = Encoder::new(options.level)?;
+    let mode = if options.apply {
+        Mode::Write(store, encoder)
+    } else {
+        Mode::DryRun(store, encoder)
+    };
+    let mut parts = Vec::new();
+    let mut writer = PartWriter::new(mode, |part| {
+        parts.push(part);
+        Ok(())
+    });
+    let mut input = crate::input::open(&found.path)?;
+    let summary = segment(&options.settings, &mut input, &report.path, &mut writer)?;
+    report.stats = writer.stats;
+    report.source_bytes = summary.bytes;
+    Ok(Manifest {
+        version: VERSION,
+        kind: KIND.into(),
+        session: found.session.clone(),
+        source: Source {
+            bytes: summary.bytes,
+            sha256: summary.sha256,
+        },
+        settings: options.settings.clone(),
+        parts,
+    })
+}
+
+/// Tests need a source to change between the read and the check. `CTXFOLD_TEST_AFTER_READ` is a
+/// shell command run at that moment with `CTXFOLD_TEST_SOURCE` set to the source's path (as git
+/// has its GIT_TEST_* variables); it is not a user-facing setting.
+fn test_hook_after_read(path: &Path) {
+    if let Some(command) = std::env::var_os("CTXFOLD_TEST_AFTER_READ").filter(|c| !c.is_empty()) {
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env("CTXFOLD_TEST_SOURCE", path)
+            .status();
+    }
+}
+
+/// Remove the source when asked, allowed, and safe: the manifest is committed, a reconstruction
+/// from the store verifies, and the file is still the one that was read.
+fn remove_source(
+    store: &Store,
+    found: &Found,
+    manifest: &Manifest,
+    before: &Stamp,
+    options: &Options,
+    report: &mut Report,
+) -> Result<()> {
+    if !options.remove_source {
+        return Ok(());
+    }
+    if !found.session.archived && !options.allow_active {
+        report.source = Removal::KeptActive;
+        report.note = Some("kept: an active session is removed only with --allow-active".into());
+        return Ok(());
+    }
+    if !options.apply {
+        report.source = Removal::WouldRemove;
+        return Ok(());
+    }
+    reconstruct::verify(store, manifest)
+        .map_err(|e| e.context("reconstruction failed; the source is kept"))?;
+    if let Some(change) = before.change(&Stamp::of(&found.path)?) {
+        return Err(Error::failed(format!(
+            "the source changed ({change}); it is kept"
+        )));
+    }
+    crate::store::remove_if_present(&found.path)?;
+    crate::store::atomic::sync_parent(&found.path)?;
+    report.source = Removal::Removed;
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! What says a file did not change while it was read: size, mtime and ctime to the nanosecond,
+//! inode and device, taken before the read and compared after it.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::error::{IoContext, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    inode: u64,
+    device: u64,
+}
+
+impl Stamp {
+    pub fn of(path: &Path) -> Result<Self> {
+        let meta = std::fs::metadata(path).with_path("stat", path)?;
+        let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        Ok(Self {
+            size: meta.len(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+            device: meta.dev(),
+        })
+    }
+
+    /// What differs between `self` (before) and `now` (after), or `None`.
+    pub fn change(&self, now: &Self) -> Option<&'static str> {
+        if self.inode != now.inode || self.device != now.device {
+            Some("it was replaced")
+        } else if self.size != now.size {
+            Some("its size changed")
+        } else if self.mtime_ns != now.mtime_ns {
+            Some("its mtime changed")
+        } else if self.ctime_ns != now.ctime_ns {
+            Some("its ctime changed")
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! `ctxfold fold`, `restore`, `ls`, `status`, `stats` and `ctxfold-list-sessions` over fake Codex
+//! and Pi homes built from the real fixtures.
+
+mod common;
+mod homes;
+
+use std::fs;
+use std::path::Path;
+
+use common::Env;
+use homes::{Homes, json_lines};
+
+fn setup() -> (Env, Homes) {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env);
+    (env, homes)
+}
+
+fn manifests(env: &Env) -> Vec<String> {
+    let mut names: Vec<String> = match fs::read_dir(env.store.join("manifests")) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names
+}
+
+#[test]
+fn list_sessions_finds_every_kind_with_its_fields() {
+    let (env, homes) = setup();
+    let run = env.run("ctxfold-list-sessions", [] as [&str; 0]).ok();
+    let listed = json_lines(&run.stdout);
+    assert_eq!(listed.len(), homes.sessions.len(), "{}", run.stdout_text());
+    for placed in &homes.sessions {
+        let entry = listed
+            .iter()
+            .find(|e| e["id"] == placed.id.as_str())
+            .unwrap_or_else(|| panic!("{} not listed", placed.id));
+        assert_eq!(entry["path"], placed.path.to_str().unwrap());
+        assert_eq!(entry["rollout_path"], placed.rollout_path.to_str().unwrap());
+        assert_eq!(entry["archived"], placed.archived);
+        assert!(entry["cwd"].is_string(), "{entry}");
+        assert!(entry["title"].is_string(), "{entry}");
+    }
+    // The shadowed .zst never appears; titles come from each source in its order of precedence.
+    assert!(!run.stdout_text().contains(homes.shadowed.to_str().unwrap()));
+    let title = |i: usize| {
+        listed
+            .iter()
+            .find(|e| e["id"] == homes.sessions[i].id.as_str())
+            .unwrap()["title"]
+            .clone()
+    };
+    assert_eq!(title(2), "Indexed title");
+    assert_eq!(title(3), "From the database");
+    assert_eq!(
+        title(0),
+        "what is current repository about? summarize purpuse and explain goals"
+    );
+    assert_eq!(title(5), "do you know how to create a custom tool?");
+    let agents: Vec<&str> = listed
+        .iter()
+        .map(|e| e["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(agents.iter().filter(|a| **a == "pi").count(), 2);
+}
+
+#[test]
+fn a_dry_run_writes_nothing() {
+    let (env, homes) = setup();
+    let before = Env::snapshot(env.dir.path());
+    let run = env.run("ctxfold", ["fold"]).ok();
+    assert!(
+        run.stdout_text().contains("would fold"),
+        "{}",
+        run.stdout_text()
+    );
+    assert!(run.stderr.contains("Dry run"), "{}", run.stderr);
+    assert_eq!(
+        Env::snapshot(env.dir.path()),
+        before,
+        "a dry run changed files"
+    );
+    assert!(!env.store.exists());
+
+    // Against a store that exists, with a session grown since, too.
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    let grown = homes.active().next().unwrap();
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&grown.path)
+        .unwrap()
+        .write_all(b"{\"more\":1}\n")
+        .unwrap();
+    let before = Env::snapshot(env.dir.path());
+    let run = env
+        .run(
+            "ctxfold",
+            [
+                "fold",
+                "--json",
+                "--overwrite",
+                "--remove-source",
+                "--allow-active",
+            ],
+        )
+        .ok();
+    let lines = json_lines(&run.stdout);
+    let total = &lines.last().unwrap()["total"];
+    assert_eq!(total["fold"], 1, "{}", run.stdout_text());
+    assert!(total["new_raw_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        Env::snapshot(env.dir.path()),
+        before,
+        "a dry run changed files"
+    );
+}
+
+use std::io::Write;
+
+#[test]
+fn apply_then_restore_gives_every_file_back_byte_for_byte() {
+    let (env, homes) = setup();
+    let run = env.run("ctxfold", ["fold", "--apply", "--json"]).ok();
+    let lines = json_lines(&run.stdout);
+    assert_eq!(lines.last().unwrap()["total"]["fold"], homes.sessions.len());
+    assert_eq!(manifests(&env).len(), homes.sessions.len());
+    for placed in &homes.sessions {
+        let to = env.path(&format!("restored-{}", placed.id));
+        env.run(
+            "ctxfold",
+            ["restore", &placed.id, "--to", to.to_str().unwrap()],
+        )
+        .ok();
+        assert!(
+            fs::read(&to).unwrap() == placed.bytes,
+            "{} differs",
+            placed.id
+        );
+        let manifest: serde_json::Value = serde_json::from_slice(
+            &fs::read(env.store.join(format!("manifests/{}.json", placed.id))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            manifest["session"]["rollout_path"],
+            placed.rollout_path.to_str().unwrap()
+        );
+        assert_eq!(manifest["session"]["archived"], placed.archived);
+    }
+    // The .zst-only archive comes back as plain JSONL where Codex looks, by default.
+    let packed = homes
+        .sessions
+        .iter()
+        .find(|s| s.path != s.rollout_path)
+        .unwrap();
+    assert!(!packed.rollout_path.exists());
+    env.run("ctxfold", ["restore", &packed.id]).ok();
+    assert!(fs::read(&packed.rollout_path).unwrap() == packed.bytes);
+    fs::remove_file(&packed.rollout_path).unwrap();
+
+    // Folding again finds everything up to date and writes nothing new.
+    let before = Env::snapshot(&env.store.join("manifests"));
+    let run = env.run("ctxfold", ["fold", "--apply", "--json"]).ok();
+    let total = &json_lines(&run.stdout).last().unwrap()["total"].clone();
+    assert_eq!(
+        total["up_to_date"],
+        homes.sessions.len(),
+        "{}",
+        run.stdout_text()
+    );
+    assert_eq!(total["new_objects"], 0);
+    assert_eq!(Env::snapshot(&env.store.join("manifests")), before);
+    env.run("ctxfold", ["fsck", "--full"]).ok();
+
+    // The seed index is carried into the store, and merged as a union when it grows.
+    let stored = env
+        .store
+        .join("context-fold")
+        .join(&homes.sessions[5].id)
+        .join("seed-index.jsonl");
+    assert_eq!(
+        fs::read(&stored).unwrap(),
+        fs::read(&homes.seed_index).unwrap()
+    );
+    fs::write(
+        &homes.seed_index,
+        b"{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n",
+    )
+    .unwrap();
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    assert_eq!(
+        fs::read_to_string(&stored).unwrap(),
+        "{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n{\"v\":2,\"kind\":\"fold\",\"seq\":2}\n{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n"
+    );
+}
+
+#[test]
+fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active() {
+    let (env, homes) = setup();
+    let run = env
+        .run("ctxfold", ["fold", "--apply", "--remove-source"])
+        .ok();
+    for placed in homes.archived() {
+        assert!(
+            !placed.path.exists(),
+            "{} kept:\n{}",
+            placed.path.display(),
+            run.stdout_text()
+        );
+    }
+    for placed in homes.active() {
+        assert!(placed.path.exists(), "{} removed", placed.path.display());
+    }
+    // Only the file folded goes: the shadowed .zst sibling stays.
+    assert!(homes.shadowed.exists());
+    assert!(
+        run.stdout_text()
+            .contains("active session is removed only with --allow-active"),
+        "{}",
+        run.stdout_text()
+    );
+
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", "--remove-source", "--allow-active"],
+    )
+    .ok();
+    for placed in homes.active() {
+        assert!(!placed.path.exists(), "{} kept", placed.path.display());
+    }
+    for placed in &homes.sessions {
+        env.run("ctxfold", ["restore", &placed.id]).ok();
+        assert!(
+            fs::read(&placed.rollout_path).unwrap() == placed.bytes,
+            "{} differs",
+            placed.id
+        );
+    }
+}
+
+/// Replace an object's file with a valid zstd frame of other bytes.
+fn corrupt_an_object_of(env: &Env, id: &str) {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(env.store.join(format!("manifests/{id}.json"))).unwrap())
+            .unwrap();
+    let sha = manifest["parts"][0]["object"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = env
+        .store
+        .join("objects")
+        .join(&sha[..2])
+        .join(format!("{sha}.zst"));
+    let mut perms = fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+    fs::set_permissions(&path, perms).unwrap();
+    fs::write(
+        &path,
+        zstd::encode_all(&b"not what was stored"[..], 3).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_source_is_never_removed_when_its_reconstruction_fails() {
+    let (env, homes) = setup();
+    let archived = homes.archived().next().unwrap().clone();
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", archived.path.to_str().unwrap()],
+    )
+    .ok();
+    corrupt_an_object_of(&env, &archived.id);
+    let run = env
+        .run(
+            "ctxfold",
+            [
+                "fold",
+                "--apply",
+                "--remove-source",
+                archived.path.to_str().unwrap(),
+            ],
+        )
+        .fails(1);
+    assert!(archived.path.exists(), "removed despite a corrupt store");
+    assert!(
+        run.stdout_text()
+            .contains("reconstruction failed; the source is kept"),
+        "{}",
+        run.stdout_text()
+    );
+
+    // A new session whose objects are already (corruptly) there is not committed either.
+    fs::remove_file(env.store.join(format!("manifests/{}.json", archived.id))).unwrap();
+    env.run(
+        "ctxfold",
+        [
+            "fold",
+            "--apply",
+            "--remove-source",
+            archived.path.to_str().unwrap(),
+        ],
+    )
+    .fails(1);
+    assert!(archived.path.exists());
+    assert!(manifests(&env).is_empty());
+}
+
+#[test]
+fn a_source_appended_to_between_the_reads_is_not_committed() {
+    let (mut env, homes) = setup();
+    let placed = homes.archived().next().unwrap().clone();
+    env.set(
+        "CTXFOLD_TEST_AFTER_READ",
+        "printf '{}\\n' >> \"$CTXFOLD_TEST_SOURCE\"",
+    );
+    let run = env
+        .run(
+            "ctxfold",
+            [
+                "fold",
+                "--apply",
+                "--remove-source",
+                placed.path.to_str().unwrap(),
+            ],
+        )
+        .fails(1);
+    assert!(
+        run.stdout_text().contains("changed while it was read"),
+        "{}",
+        run.stdout_text()
+    );
+    assert!(manifests(&env).is_empty());
+    assert!(placed.path.exists());
+}
+
+#[test]
+fn a_grown_rollout_refolded_adds_little() {
+    let (env, homes) = setup();
+    // The largest active Codex rollout.
+    let placed = homes
+        .active()
+        .filter(|s| s.path.to_str().unwrap().contains("/rollout-"))
+        .max_by_key(|s| s.bytes.len())
+        .unwrap();
+    let path = placed.path.to_str().unwrap();
+    env.run("ctxfold", ["fold", "--apply", path]).ok();
+    // Grow it by 1%: new lines, as an agent appends them.
+    let target = placed.bytes.len() / 100;
+    let mut extra = Vec::new();
+    let mut turn = 0;
+    while extra.len() < target {
+        extra.extend_from_slice(format!("{{\"timestamp\":\"2026-06-01T00:00:{:02}.000Z\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"agent_message\",\"message\":\"turn {turn}: the build is green again after the fix to the parser\"}}}}\n", turn % 60).as_bytes());
+        turn += 1;
+    }
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&placed.path)
+        .unwrap()
+        .write_all(&extra)
+        .unwrap();
+    let status = env.run("ctxfold", ["status", "--json", path]).ok();
+    assert_eq!(json_lines(&status.stdout)[0]["state"], "grown");
+    let run = env.run("ctxfold", ["fold", "--apply", "--json", path]).ok();
+    assert_eq!(json_lines(&run.stdout)[0]["action"], "needs_overwrite");
+    let run = env
+        .run(
+            "ctxfold",
+            ["fold", "--apply", "--overwrite", "--json", path],
+        )
+        .ok();
+    let report = &json_lines(&run.stdout)[0];
+    assert_eq!(report["action"], "fold");
+    let new_stored = report["new_stored_bytes"].as_u64().unwrap();
+    let size = (placed.bytes.len() + extra.len()) as u64;
+    assert!(
+        new_stored * 20 <= size,
+        "{new_stored} new stored bytes for a {size}-byte rollout grown by 1%"
+    );
+    assert_eq!(
+        json_lines(&env.run("ctxfold", ["status", "--json", path]).ok().stdout)[0]["state"],
+        "up_to_date"
+    );
+}
+
+#[test]
+fn unsafe_session_ids_are_refused_before_anything_is_written() {
+    let env = Env::new();
+    let file = env.path("evil.jsonl");
+    fs::write(
+        &file,
+        b"{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{\"id\":\"../x\"}}\n",
+    )
+    .unwrap();
+    let run = env
+        .run("ctxfold", ["fold", "--apply", file.to_str().unwrap()])
+        .fails(1);
+    assert!(
+        run.stderr.contains("unsafe session id \"../x\""),
+        "{}",
+        run.stderr
+    );
+    assert!(!env.store.exists());
+    assert!(!env.dir.path().join("x.json").exists());
+}
+
+#[test]
+fn with_no_sessions_fold_still_says_something_useful() {
+    let mut env = Env::new();
+    env.set("CODEX_HOME", env.path("no-codex"));
+    env.set("PI_CODING_AGENT_DIR", env.path("no-pi"));
+    let run = env.run("ctxfold", ["fold"]).ok();
+    for needle in [
+        "No sessions found",
+        "no-codex/sessions (missing)",
+        "no-pi/sessions (missing)",
+        "ctxfold fold PATH",
+        "holds 0 folded sessions",
+    ] {
+        assert!(
+            run.stderr.contains(needle),
+            "{needle:?} not in: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn ls_status_and_stats_describe_the_store() {
+    let (env, homes) = setup();
+    let run = env.run("ctxfold", ["status", "--json"]).ok();
+    assert!(json_lines(&run.stdout).iter().all(|l| l["state"] == "new"));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    // A conflict kept by sync is listed and marked.
+    let first = &homes.sessions[0];
+    let conflicts = env.store.join("manifests/conflicts");
+    fs::create_dir_all(&conflicts).unwrap();
+    fs::copy(
+        env.store.join(format!("manifests/{}.json", first.id)),
+        conflicts.join(format!("{}@0123456789ab.json", first.id)),
+    )
+    .unwrap();
+
+    let listed = json_lines(&env.run("ctxfold", ["ls", "--json"]).ok().stdout);
+    assert_eq!(listed.len(), homes.sessions.len() + 1);
+    assert_eq!(listed.iter().filter(|l| l["conflict"] == true).count(), 1);
+    for placed in &homes.sessions {
+        let entry = listed
+            .iter()
+            .find(|l| l["id"] == placed.id.as_str() && l["conflict"] == false)
+            .unwrap();
+        assert_eq!(entry["source_bytes"], placed.bytes.len());
+        assert!(entry["stored_bytes"].as_u64().unwrap() > 0);
+    }
+    let human = env.run("ctxfold", ["ls"]).ok().stdout_text();
+    assert!(
+        human.contains("conflict") && human.contains("From the database"),
+        "{human}"
+    );
+
+    let status = json_lines(&env.run("ctxfold", ["status", "--json"]).ok().stdout);
+    assert!(
+        status.iter().all(|l| l["state"] == "up_to_date"),
+        "{status:?}"
+    );
+    fs::write(&homes.sessions[2].path, b"rewritten\n").unwrap();
+    let status = json_lines(&env.run("ctxfold", ["status", "--json"]).ok().stdout);
+    assert_eq!(
+        status
+            .iter()
+            .find(|l| l["id"] == homes.sessions[2].id.as_str())
+            .unwrap()["state"],
+        "changed"
+    );
+
+    let stats = &json_lines(&env.run("ctxfold", ["stats", "--json"]).ok().stdout)[0];
+    let logical: u64 = homes
+        .sessions
+        .iter()
+        .map(|s| s.bytes.len() as u64)
+        .sum::<u64>()
+        + first.bytes.len() as u64;
+    assert_eq!(stats["logical_bytes"], logical);
+    assert_eq!(stats["manifests"], homes.sessions.len() + 1);
+    assert!(stats["dedup_ratio"].as_f64().unwrap() > 1.0);
+    assert!(stats["compression_ratio"].as_f64().unwrap() > 1.5);
+    assert!(stats["disk_bytes"].as_u64().unwrap() >= stats["stored_bytes"].as_u64().unwrap());
+    assert_eq!(stats["unreferenced_objects"], 0);
+    assert!(Path::new(&env.store).join("objects").is_dir());
+}

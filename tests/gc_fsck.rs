@@ -1,0 +1,318 @@
+//! `ctxfold fsck` and `ctxfold gc`, alone and beside folds running at the same moment.
+
+mod common;
+mod homes;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use common::Env;
+use homes::{Homes, json_lines};
+
+fn folded() -> (Env, Homes) {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env);
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    (env, homes)
+}
+
+fn object_files(store: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Env::snapshot(&store.join("objects"))
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+fn writable(path: &Path) {
+    let mut perms = fs::metadata(path).unwrap().permissions();
+    perms.set_mode(0o600);
+    fs::set_permissions(path, perms).unwrap();
+}
+
+fn some_object(env: &Env, id: &str, part: usize) -> (String, PathBuf) {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(env.store.join(format!("manifests/{id}.json"))).unwrap())
+            .unwrap();
+    let sha = manifest["parts"][part]["object"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = env
+        .store
+        .join("objects")
+        .join(&sha[..2])
+        .join(format!("{sha}.zst"));
+    (sha, path)
+}
+
+fn every_session_restores(env: &Env, homes: &Homes) {
+    for placed in &homes.sessions {
+        let run = env.run("ctxfold-cat-manifest", [&placed.id]).ok();
+        assert!(run.stdout == placed.bytes, "{} differs", placed.id);
+    }
+}
+
+#[test]
+fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest() {
+    let (env, homes) = folded();
+    let run = env.run("ctxfold", ["fsck", "--full"]).ok();
+    assert!(run.stdout.is_empty(), "{}", run.stdout_text());
+
+    let (flipped, path) = some_object(&env, &homes.sessions[3].id, 1);
+    writable(&path);
+    let mut bytes = fs::read(&path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x10;
+    fs::write(&path, bytes).unwrap();
+    env.run("ctxfold", ["fsck"]).ok();
+    let run = env.run("ctxfold", ["fsck", "--full"]).fails(1);
+    assert!(
+        run.stdout_text()
+            .contains(&format!("corrupt object {flipped}")),
+        "{}",
+        run.stdout_text()
+    );
+
+    let (deleted, path) = some_object(&env, &homes.sessions[4].id, 0);
+    fs::remove_file(&path).unwrap();
+    let run = env.run("ctxfold", ["fsck"]).fails(1);
+    assert!(
+        run.stdout_text()
+            .contains(&format!("missing object {deleted}")),
+        "{}",
+        run.stdout_text()
+    );
+
+    let manifest = env
+        .store
+        .join(format!("manifests/{}.json", homes.sessions[0].id));
+    writable(&manifest);
+    let text = fs::read(&manifest).unwrap();
+    fs::write(&manifest, &text[..text.len() / 2]).unwrap();
+    let run = env.run("ctxfold", ["fsck"]).fails(1);
+    assert!(
+        run.stdout_text()
+            .contains(&format!("bad manifest {}", manifest.display())),
+        "{}",
+        run.stdout_text()
+    );
+    // The truncated manifest's objects are now unreferenced: a note, listed too.
+    assert!(
+        run.stdout_text().contains("unreferenced object"),
+        "{}",
+        run.stdout_text()
+    );
+    let faults = |run: &common::Run| {
+        run.stdout_text()
+            .lines()
+            .filter(|l| !l.starts_with("unreferenced"))
+            .count()
+    };
+    assert_eq!(faults(&run), 2, "{}", run.stdout_text());
+    let run = env.run("ctxfold", ["fsck", "--full"]).fails(1);
+    assert_eq!(faults(&run), 3, "{}", run.stdout_text());
+    assert!(
+        run.stdout_text()
+            .contains(&format!("corrupt object {flipped}")),
+        "{}",
+        run.stdout_text()
+    );
+}
+
+#[test]
+fn gc_removes_exactly_the_unreferenced_objects() {
+    let (env, homes) = folded();
+    let referenced = object_files(&env.store);
+    let junk = env.path("junk");
+    fs::write(&junk, b"nobody names me").unwrap();
+    let run = env
+        .run("ctxfold-hash-object", ["-w", junk.to_str().unwrap()])
+        .ok();
+    let orphan = run.stdout_text().trim().to_string();
+    let orphan_path = env
+        .store
+        .join("objects")
+        .join(&orphan[..2])
+        .join(format!("{orphan}.zst"));
+    assert!(orphan_path.exists());
+    let stale_temp = env.store.join("tmp/.object-abandoned.tmp");
+    fs::write(&stale_temp, b"half").unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&stale_temp)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(7200))
+        .unwrap();
+    let fresh_temp = env.store.join("tmp/.object-in-use.tmp");
+    fs::write(&fresh_temp, b"busy").unwrap();
+
+    // A dry run lists, and removes nothing.
+    let before = Env::snapshot(&env.store);
+    let run = env.run("ctxfold", ["gc"]).ok();
+    assert!(
+        run.stdout_text().contains("temp file"),
+        "{}",
+        run.stdout_text()
+    );
+    assert!(
+        run.stderr
+            .contains("1 unreferenced objects younger than --prune kept"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(Env::snapshot(&env.store), before);
+    // Within the grace period the orphan stays; the stale temp file goes.
+    env.run("ctxfold", ["gc", "--apply"]).ok();
+    assert!(orphan_path.exists());
+    assert!(!stale_temp.exists() && fresh_temp.exists());
+    // With --prune=now exactly the orphan goes.
+    let run = env.run("ctxfold", ["gc", "--apply", "--prune=now"]).ok();
+    assert_eq!(
+        run.stdout_text()
+            .lines()
+            .filter(|l| l.contains("removed object"))
+            .count(),
+        1,
+        "{}",
+        run.stdout_text()
+    );
+    assert!(!orphan_path.exists());
+    assert_eq!(object_files(&env.store), referenced);
+    env.run("ctxfold", ["fsck", "--full"]).ok();
+    every_session_restores(&env, &homes);
+}
+
+#[test]
+fn gc_removes_nothing_while_a_manifest_is_unreadable() {
+    let (env, homes) = folded();
+    let manifest = env.store.join(format!(
+        "manifests/generations/{}.json",
+        homes.sessions[1].id
+    ));
+    fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+    fs::write(&manifest, b"{\"version\":1,").unwrap();
+    // Make every object of one session unreferenced by the readable manifests.
+    fs::remove_file(
+        env.store
+            .join(format!("manifests/{}.json", homes.sessions[1].id)),
+    )
+    .unwrap();
+    let before = object_files(&env.store);
+    let run = env
+        .run("ctxfold", ["gc", "--apply", "--prune=now"])
+        .fails(1);
+    assert!(
+        run.stderr
+            .contains("gc removes nothing while a manifest is unreadable"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(object_files(&env.store), before);
+}
+
+/// Run both commands at once, the second started `delay` after the first; both must succeed.
+/// (The delay varies the interleaving; nothing asserts on time.)
+fn at_once(env: &Env, a: &[&str], b: &[&str], delay: Duration) {
+    let spawn = |args: &[&str]| {
+        let mut cmd = env.command("ctxfold");
+        cmd.args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let first = spawn(a);
+    std::thread::sleep(delay);
+    let second = spawn(b);
+    for (child, args) in [(first, a), (second, b)] {
+        let out = child.wait_with_output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{args:?} failed:\n{stdout}{stderr}");
+    }
+}
+
+#[test]
+fn two_folds_at_once_leave_a_sound_store() {
+    for _ in 0..3 {
+        let mut env = Env::new();
+        let homes = homes::build(&mut env);
+        at_once(
+            &env,
+            &["fold", "--apply"],
+            &["fold", "--apply"],
+            Duration::ZERO,
+        );
+        env.run("ctxfold", ["fsck", "--full"]).ok();
+        every_session_restores(&env, &homes);
+    }
+}
+
+#[test]
+fn gc_beside_a_fold_leaves_a_sound_store() {
+    let (env, homes) = folded();
+    for round in 0..6 {
+        // Unreference everything: the fold that follows reuses the very objects gc wants to remove.
+        for placed in &homes.sessions {
+            fs::remove_file(env.store.join(format!("manifests/{}.json", placed.id))).unwrap();
+        }
+        at_once(
+            &env,
+            &["fold", "--apply"],
+            &["gc", "--apply", "--prune=now"],
+            Duration::from_millis(150 * round),
+        );
+        let listed = json_lines(&env.run("ctxfold", ["ls", "--json"]).ok().stdout);
+        assert_eq!(listed.len(), homes.sessions.len());
+        env.run("ctxfold", ["fsck", "--full"]).ok();
+        every_session_restores(&env, &homes);
+    }
+}
+
+#[test]
+fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it() {
+    let (mut env, homes) = folded();
+    for placed in &homes.sessions {
+        fs::remove_file(env.store.join(format!("manifests/{}.json", placed.id))).unwrap();
+    }
+    // Once the first session's objects are written (reused: they are all there, unreferenced),
+    // start a gc that would remove every one of them, and give it time to try.
+    let marker = env.path("gc-started");
+    let log = env.path("gc.log");
+    let gc = common::bin_dir().join("ctxfold");
+    env.set(
+        "CTXFOLD_TEST_AFTER_READ",
+        format!(
+            "[ -e '{m}' ] || {{ touch '{m}'; '{gc}' gc --apply --prune=now > '{l}' 2>&1 & sleep 1; }}",
+            m = marker.display(),
+            gc = gc.display(),
+            l = log.display()
+        ),
+    );
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    assert!(marker.exists());
+    // The gc ran after the fold released the lock; wait for it to finish.
+    let mut tries = 0;
+    while !fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("objects referenced")
+    {
+        tries += 1;
+        assert!(
+            tries < 600,
+            "gc never finished: {}",
+            fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let gc_log = fs::read_to_string(&log).unwrap();
+    assert!(gc_log.contains("waiting for running folds"), "{gc_log}");
+    env.run("ctxfold", ["fsck", "--full"]).ok();
+    every_session_restores(&env, &homes);
+}
