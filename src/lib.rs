@@ -10,5 +10,6 @@ pub mod digest;
 pub mod dispatch;
 pub mod error;
 pub mod input;
+pub mod mirror;
 pub mod segment;
 pub mod store;

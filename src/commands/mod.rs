@@ -4,8 +4,11 @@
 pub mod cat_manifest;
 pub mod cat_object;
 pub mod hash_object;
+pub mod mirror;
+pub mod remote;
 pub mod restore;
 pub mod split;
+pub mod sync;
 pub mod write_manifest;
 
 use crate::cli::{Level, Spec};
@@ -19,7 +22,11 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<split::SplitArgs>(Level::Plumbing),
         Spec::of::<write_manifest::WriteManifestArgs>(Level::Plumbing),
         Spec::of::<cat_manifest::CatManifestArgs>(Level::Plumbing),
+        Spec::of::<mirror::MirrorArgs>(Level::Plumbing),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
+        Spec::of::<remote::RemoteArgs>(Level::Porcelain),
+        Spec::of::<sync::SyncArgs>(Level::Porcelain),
+        Spec::of::<sync::CloneArgs>(Level::Porcelain),
     ]
 }
 
