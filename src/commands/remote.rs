@@ -15,6 +15,11 @@ use crate::mirror::{Mirror, git};
 pub struct RemoteArgs {
     #[command(subcommand)]
     pub action: Action,
+}
+
+/// Which store and mirror repository; taken after the action (`remote add NAME URL --store DIR`).
+#[derive(Debug, clap::Args)]
+pub struct Where {
     #[command(flatten)]
     pub git: GitArgs,
     #[command(flatten)]
@@ -29,31 +34,39 @@ pub enum Action {
         name: String,
         /// Any URL or path git can fetch from and push to
         url: String,
+        #[command(flatten)]
+        at: Where,
     },
     /// Remove a remote
     Remove {
         /// Its name
         name: String,
+        #[command(flatten)]
+        at: Where,
     },
     /// List the remotes: name, a tab, URL (with --json, JSON Lines {"name","url"})
     List {
         /// JSON Lines
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        at: Where,
     },
 }
 
 impl Command for RemoteArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        let store = self.store.init()?;
-        let mirror = Mirror::open_or_init(&self.git.dir(&store))?;
+        let (Action::Add { at, .. } | Action::Remove { at, .. } | Action::List { at, .. }) =
+            &self.action;
+        let store = at.store.init()?;
+        let mirror = Mirror::open_or_init(&at.git.dir(&store))?;
         let dir = mirror.git_dir();
-        match self.action {
-            Action::Add { name, url } => git::remote_add(dir, &name, &url)?,
-            Action::Remove { name } => git::remote_remove(dir, &name)?,
-            Action::List { json } => {
+        match &self.action {
+            Action::Add { name, url, .. } => git::remote_add(dir, name, url)?,
+            Action::Remove { name, .. } => git::remote_remove(dir, name)?,
+            Action::List { json, .. } => {
                 for remote in git::remotes(dir)? {
-                    if json {
+                    if *json {
                         emit(
                             io.out,
                             serde_json::to_string(&remote).expect("remotes serialize"),
