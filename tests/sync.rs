@@ -360,8 +360,9 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
         .one_line_error("already holds sessions");
 }
 
-#[test]
-fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applied() {
+/// A has synced to the remote; then someone pushes a commit made by `tamper` on a checkout of it.
+/// B (holding one session of its own, sharing no object with A's) is set up and mirrored.
+fn tampered_remote(tamper: impl FnOnce(&Path, &[String])) -> World {
     let w = World::new();
     w.fold(&w.a, "a-only", &fixture("019c8a70"));
     w.fold(&w.a, "other", &fixture("019b7f94"));
@@ -371,7 +372,6 @@ fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applie
     )
     .ok();
     w.sync(&w.a);
-    // Someone pushes a commit in which one object holds another object's bytes.
     let work = w.env.path("work");
     w.git(
         None,
@@ -384,11 +384,7 @@ fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applie
             work.to_str().unwrap(),
         ],
     );
-    let names = object_names(&w.a);
-    let (victim, donor) = (&names[0], &names[1]);
-    let path = |n: &String| work.join("objects").join(&n[..2]).join(n);
-    fs::copy(path(donor), path(victim)).unwrap();
-    let work_git = work.join(".git");
+    tamper(&work, &object_names(&w.a));
     let in_work = |args: &[&str]| {
         let out = Command::new("git")
             .env_clear()
@@ -407,29 +403,29 @@ fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applie
     };
     in_work(&["commit", "--quiet", "-am", "tamper"]);
     in_work(&["push", "--quiet", "origin", "ctxfold"]);
-    assert!(work_git.is_dir());
-
-    // B's session shares no object with A's, so every object of A's is new to B.
     w.fold(&w.b, "b-only", &w.write("b.jsonl", b"{\"only\":\"B\"}\n"));
     w.ctxfold(
         &w.b,
         &["remote", "add", "origin", w.remote.to_str().unwrap()],
     )
     .ok();
-    let store_files = |s: &Path| -> Vec<_> {
-        Env::snapshot(s)
-            .into_iter()
-            .filter(|(p, _)| !p.starts_with(s.join("mirror.git")))
-            .collect()
-    };
     w.env
         .run("ctxfold-mirror", ["--store", w.b.to_str().unwrap()])
         .ok();
+    w
+}
+
+/// B's store files (its mirror repository aside): a refused sync must leave them as they were.
+fn store_files(store: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    Env::snapshot(store)
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with(store.join("mirror.git")))
+        .collect()
+}
+
+fn refused(w: &World, error: &str) {
     let before = store_files(&w.b);
-    let victim_digest = victim.strip_suffix(".zst").unwrap();
-    w.ctxfold(&w.b, &["sync"]).fails(1).one_line_error(&format!(
-        "object {victim_digest} is corrupt: its bytes hash to"
-    ));
+    w.ctxfold(&w.b, &["sync"]).fails(1).one_line_error(error);
     assert_eq!(
         store_files(&w.b),
         before,
@@ -441,4 +437,52 @@ fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applie
         ["log", "--format=%s", "refs/heads/ctxfold"],
     );
     assert!(log.starts_with("tamper\n"), "{log}");
+}
+
+#[test]
+fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applied() {
+    let mut victim = String::new();
+    let w = tampered_remote(|work, names| {
+        // One object holds another object's (valid zstd) bytes.
+        let path = |n: &String| work.join("objects").join(&n[..2]).join(n);
+        fs::copy(path(&names[1]), path(&names[0])).unwrap();
+        victim = names[0].strip_suffix(".zst").unwrap().to_string();
+    });
+    refused(
+        &w,
+        &format!(
+            "refused the remote's objects, nothing was applied: object {victim} is corrupt: its bytes hash to"
+        ),
+    );
+}
+
+#[test]
+fn a_remote_manifest_that_does_not_reconstruct_is_refused_and_nothing_is_applied() {
+    let w = tampered_remote(|work, _| {
+        let path = work.join("manifests/a-only.json");
+        let text = fs::read_to_string(&path).unwrap();
+        let at = text.find("\"sha256\": \"").unwrap() + 11;
+        let flipped = if &text[at..at + 1] == "0" { "1" } else { "0" };
+        fs::write(
+            &path,
+            format!("{}{flipped}{}", &text[..at], &text[at + 1..]),
+        )
+        .unwrap();
+    });
+    refused(
+        &w,
+        "refused the remote's manifests, nothing was applied: manifests/a-only.json: reconstruction gives",
+    );
+}
+
+#[test]
+fn sync_without_a_remote_is_a_usage_error() {
+    let w = World::new();
+    w.fold(&w.a, "a-only", &fixture("019c8a70"));
+    w.ctxfold(&w.a, &["sync"])
+        .fails(2)
+        .one_line_error("no remote to sync with");
+    w.ctxfold(&w.a, &["sync", "nowhere"])
+        .fails(1)
+        .one_line_error("sync with nowhere: look up refs/heads/ctxfold on nowhere");
 }

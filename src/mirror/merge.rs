@@ -136,7 +136,10 @@ struct Planner<'a> {
     steps: Vec<Step>,
 }
 
-impl Planner<'_> {
+/// What [`Planner::walk`] calls for each blob: the planner, the blob's path, its tree entry.
+type Visit<'a, 'b> = dyn FnMut(&mut Planner<'a>, &[&str], &Entry) -> Result<()> + 'b;
+
+impl<'a> Planner<'a> {
     fn sources(&self) -> Sources<'_> {
         Sources {
             staged: self.staged,
@@ -283,7 +286,7 @@ impl Planner<'_> {
         &mut self,
         tree: ObjectId,
         at: &mut Vec<String>,
-        each: &mut dyn FnMut(&mut Self, &[&str], &Entry) -> Result<()>,
+        each: &mut Visit<'a, '_>,
     ) -> Result<()> {
         let mut entries: Vec<Entry> = self.mirror.entries(Some(tree))?.into_values().collect();
         entries.sort();
