@@ -91,21 +91,19 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
     let mut objects = Vec::new();
     if let Some(id) = sub("objects") {
         plan.stage_objects(id, &mut objects)
-            .map_err(|e| e.context("sync refused the remote's objects, nothing was applied"))?;
+            .map_err(|e| e.context("refused the remote's objects, nothing was applied"))?;
     }
     if let Some(id) = sub("manifests") {
         plan.walk(id, &mut Vec::new(), &mut |plan, rel, entry| {
             plan.manifest(rel, entry)
         })
-        .map_err(|e| e.context("sync refused the remote's manifests, nothing was applied"))?;
+        .map_err(|e| e.context("refused the remote's manifests, nothing was applied"))?;
     }
     if let Some(id) = sub("context-fold") {
         plan.walk(id, &mut Vec::new(), &mut |plan, rel, entry| {
             plan.context_fold(rel, entry)
         })
-        .map_err(|e| {
-            e.context("sync refused the remote's context-fold files, nothing was applied")
-        })?;
+        .map_err(|e| e.context("refused the remote's context-fold files, nothing was applied"))?;
     }
     let steps = std::mem::take(&mut plan.steps);
     apply(store, &staged, &objects, steps)

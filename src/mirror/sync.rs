@@ -10,6 +10,7 @@ use super::merge::{Report, merge};
 use super::{Mirror, git};
 use crate::error::{Error, Result};
 use crate::store::Store;
+use crate::store::lock::Mode;
 
 /// What a sync did.
 #[derive(Debug, serde::Serialize)]
@@ -32,6 +33,8 @@ fn hex<S: serde::Serializer>(id: &Option<ObjectId>, s: S) -> std::result::Result
 
 /// Sync `store` with `remote` of the mirror repository at `git_dir`.
 pub fn sync(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
+    // Shared, as every writer takes it: gc waits until the store is mirrored and merged.
+    let _lock = store.lock(Mode::Shared, || {})?;
     let mine = Mirror::open_or_init(git_dir)?.record(store)?;
     let fetched = git::fetch(git_dir, remote)?;
     // Reopened: the fetch added a pack that a repository opened before may not look for.
@@ -105,6 +108,19 @@ pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
         )));
     }
     Mirror::open_or_init(git_dir)?;
-    git::remote_add(git_dir, "origin", url)?;
+    // A clone that failed half-way (the network) is simply run again.
+    match git::remotes(git_dir)?
+        .into_iter()
+        .find(|r| r.name == "origin")
+    {
+        Some(origin) if origin.url != url => {
+            return Err(Error::failed(format!(
+                "the mirror already has remote origin at {}",
+                origin.url
+            )));
+        }
+        Some(_) => {}
+        None => git::remote_add(git_dir, "origin", url)?,
+    }
     sync(store, git_dir, "origin")
 }

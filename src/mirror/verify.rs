@@ -78,3 +78,102 @@ impl Write for PrefixHasher {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::Settings;
+    use crate::store::manifest::{KIND, ObjectRef, Part, PartKind, Session, Source};
+    use crate::store::objects::Encoder;
+
+    /// A manifest of `chunks`, each stored in `store`.
+    fn folded(store: &Store, chunks: &[&[u8]]) -> Manifest {
+        let mut enc = Encoder::new(3).unwrap();
+        let parts = chunks
+            .iter()
+            .map(|raw| {
+                let sha256 = Digest::of(raw);
+                store.put_object(&sha256, raw, &mut enc).unwrap();
+                let object = ObjectRef {
+                    sha256,
+                    raw_bytes: raw.len() as u64,
+                    stored_bytes: 0,
+                };
+                Part {
+                    kind: PartKind::Residual,
+                    json_path: None,
+                    object,
+                }
+            })
+            .collect();
+        let whole = chunks.concat();
+        Manifest {
+            version: 1,
+            kind: KIND.into(),
+            session: Session {
+                id: "s".into(),
+                title: None,
+                cwd: None,
+                rollout_path: "/r".into(),
+                archived: false,
+            },
+            source: Source {
+                bytes: whole.len() as u64,
+                sha256: Digest::of(&whole),
+            },
+            settings: Settings::default(),
+            parts,
+        }
+    }
+
+    #[test]
+    fn a_later_fold_extends_an_earlier_one_across_part_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let (local, staged) = (
+            Store::init(dir.path().join("l")).unwrap(),
+            Store::init(dir.path().join("s")).unwrap(),
+        );
+        let short = folded(&local, &[b"line one\nline", b" two\n"]);
+        // The longer fold cuts its parts elsewhere, and its new part exists only in staging.
+        let long = folded(&local, &[b"line one\n"]);
+        let tail = folded(&staged, &[b"line two\nline three\n"]);
+        let long = Manifest {
+            source: Source {
+                bytes: 29,
+                sha256: Digest::of(b"line one\nline two\nline three\n"),
+            },
+            parts: [long.parts, tail.parts].concat(),
+            ..long
+        };
+        let sources = Sources {
+            staged: &staged,
+            local: &local,
+        };
+        assert!(sources.extends(&long, &short).unwrap());
+        assert!(
+            !sources.extends(&short, &long).unwrap(),
+            "the shorter cannot extend the longer"
+        );
+        let other = folded(&local, &[b"line one\nline 2\n"]);
+        assert!(!sources.extends(&long, &other).unwrap());
+        // A lying source is caught even when asking about a prefix.
+        let mut lying = long.clone();
+        lying.source.sha256 = Digest::of(b"else");
+        assert!(
+            sources
+                .extends(&lying, &short)
+                .unwrap_err()
+                .to_string()
+                .contains("reconstruction gives")
+        );
+        assert!(
+            Sources {
+                staged: &local,
+                local: &local
+            }
+            .verify(&long, 0)
+            .is_err(),
+            "a missing object fails"
+        );
+    }
+}
