@@ -476,12 +476,33 @@ fn a_remote_manifest_that_does_not_reconstruct_is_refused_and_nothing_is_applied
 }
 
 #[test]
-fn sync_without_a_remote_is_a_usage_error() {
+fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
     let w = World::new();
     w.fold(&w.a, "a-only", &fixture("019c8a70"));
     w.ctxfold(&w.a, &["sync"])
         .fails(2)
         .one_line_error("no remote to sync with");
+    w.ctxfold(&w.a, &["remote", "add", "one", "/one"]).ok();
+    w.ctxfold(&w.a, &["remote", "add", "two", "/two"]).ok();
+    w.ctxfold(&w.a, &["sync"])
+        .fails(2)
+        .one_line_error("none is 'origin'");
+    let listed = w
+        .ctxfold(&w.a, &["remote", "list", "--json"])
+        .ok()
+        .stdout_text();
+    assert_eq!(
+        listed,
+        "{\"name\":\"one\",\"url\":\"/one\"}\n{\"name\":\"two\",\"url\":\"/two\"}\n"
+    );
+    w.ctxfold(&w.a, &["remote", "remove", "one"]).ok();
+    w.ctxfold(&w.a, &["remote", "remove", "one"])
+        .fails(1)
+        .one_line_error("remove remote one: git exited with");
+    assert_eq!(
+        w.ctxfold(&w.a, &["remote", "list"]).ok().stdout_text(),
+        "two\t/two\n"
+    );
     w.ctxfold(&w.a, &["sync", "nowhere"])
         .fails(1)
         .one_line_error("sync with nowhere: look up refs/heads/ctxfold on nowhere");

@@ -183,8 +183,8 @@ impl<'a> Planner<'a> {
         let staged = self.staged.manifests_dir().join(&rel_path);
         create_private_dir(staged.parent().expect("has a parent"))?;
         self.write_blob(entry.oid, &staged)?;
-        let remote = Store::load_manifest_file(&staged)
-            .map_err(|e| e.context(format_args!("manifests/{rel_path}")))?;
+        let bytes = fs::read(&staged).with_path("read", &staged)?;
+        let remote = Manifest::from_slice(&bytes, &format!("manifests/{rel_path}"))?;
         let id = remote.session.id.clone();
         let what = |e: Error| e.context(format_args!("manifests/{rel_path}"));
         if rel.len() == 1 && id != name {
