@@ -184,6 +184,12 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     w.fold(&w.a, "shared", &short);
     w.fold(&w.a, "both", &x_file);
     fs::create_dir_all(w.a.join("context-fold/shared")).unwrap();
+    fs::create_dir_all(w.a.join("context-fold/a-only")).unwrap();
+    fs::write(
+        w.a.join("context-fold/a-only/seed-index.jsonl"),
+        "{\"seq\":7}\n",
+    )
+    .unwrap();
     fs::write(
         w.a.join("context-fold/shared/seed-index.jsonl"),
         "{\"seq\":1}\n{\"seq\":2}\n",
@@ -254,6 +260,8 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
         |s: &Path| fs::read_to_string(s.join("context-fold/shared/seed-index.jsonl")).unwrap();
     assert_eq!(seeds(&w.a), "{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3}\n");
     assert_eq!(seeds(&w.b), "{\"seq\":1}\n{\"seq\":3}\n{\"seq\":2}\n");
+    let only_a = w.b.join("context-fold/a-only/seed-index.jsonl");
+    assert_eq!(fs::read_to_string(only_a).unwrap(), "{\"seq\":7}\n");
     // Every object on both sides, each intact.
     assert_eq!(object_names(&w.a), object_names(&w.b));
     for name in object_names(&w.a) {
