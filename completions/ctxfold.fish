@@ -34,6 +34,7 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "split" -d 'Segment 
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "write-manifest" -d 'Commit a manifest from parts on stdin (as ctxfold-split prints them) and the session\'s fields'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "cat-manifest" -d 'Write a folded session\'s original bytes to stdout, verified as they stream'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "list-sessions" -d 'List the session files found, with the fields their manifests would record (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "mirror" -d 'Commit the store\'s current state to the ctxfold branch of a git repository, and print the commit id'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fold" -d 'Fold sessions into the store (a dry run unless --apply)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "restore" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "materialize" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
@@ -42,6 +43,9 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "status" -d 'Show ea
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "stats" -d 'Show what the store holds: logical, unique raw, stored and disk bytes, objects, ratios'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fsck" -d 'Check the store: manifests readable, every object they name present (--full: and sound)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "gc" -d 'Remove objects no manifest references, and stale temp files (a dry run unless --apply)'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "remote" -d 'Add, remove or list the git remotes the store syncs with'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "sync" -d 'Sync the store with a git remote: mirror, fetch, merge, commit, push'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "clone" -d 'Make an empty store a copy of a remote\'s: the remote becomes `origin`, then the store syncs'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand help" -s a -l all -d 'List every command'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand help" -s h -l help -d 'Print help'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand hash-object" -l level -d 'zstd level for new objects' -r
@@ -90,6 +94,10 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -s h -l he
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand list-sessions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand list-sessions" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l field-threshold -d 'String values whose raw token is at least this many bytes become field parts' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l max-json-line-bytes -d 'Lines longer than this (with their newline) are not parsed, only chunked' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l cdc-min-bytes -d 'FastCDC minimum chunk size for the bytes between fields' -r
@@ -136,3 +144,28 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l store -d 'The sto
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l apply -d 'Remove (without it, list what would be removed)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "add" -d 'Add a remote'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "remove" -d 'Remove a remote'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "list" -d 'List the remotes: name, a tab, URL (with --json, JSON Lines {"name","url"})'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from add" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from add" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from remove" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from remove" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from remove" -s h -l help -d 'Print help'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -l json -d 'JSON Lines'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l json -d 'One JSON object instead of text'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l json -d 'One JSON object instead of text'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s V -l version -d 'Print version'

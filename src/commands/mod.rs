@@ -9,10 +9,13 @@ pub mod gc;
 pub mod hash_object;
 pub mod list_sessions;
 pub mod ls;
+pub mod mirror;
+pub mod remote;
 pub mod restore;
 pub mod split;
 pub mod stats;
 pub mod status;
+pub mod sync;
 pub mod write_manifest;
 
 use crate::cli::{Level, Spec};
@@ -27,6 +30,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<write_manifest::WriteManifestArgs>(Level::Plumbing),
         Spec::of::<cat_manifest::CatManifestArgs>(Level::Plumbing),
         Spec::of::<list_sessions::ListSessionsArgs>(Level::Plumbing),
+        Spec::of::<mirror::MirrorArgs>(Level::Plumbing),
         Spec::of::<fold::FoldArgs>(Level::Porcelain),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
         Spec::of::<ls::LsArgs>(Level::Porcelain),
@@ -34,6 +38,9 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<stats::StatsArgs>(Level::Porcelain),
         Spec::of::<fsck::FsckArgs>(Level::Porcelain),
         Spec::of::<gc::GcArgs>(Level::Porcelain),
+        Spec::of::<remote::RemoteArgs>(Level::Porcelain),
+        Spec::of::<sync::SyncArgs>(Level::Porcelain),
+        Spec::of::<sync::CloneArgs>(Level::Porcelain),
     ]
 }
 

@@ -1,0 +1,57 @@
+//! `ctxfold-mirror`: the store's current state committed into a git repository.
+
+use std::path::PathBuf;
+
+use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::error::Result;
+use crate::mirror::{self, Mirror};
+use crate::store::Store;
+
+/// Commit the store's current state to the ctxfold branch of a git repository, and print the commit id
+///
+/// The repository (`<store>/mirror.git` by default, bare, created when missing) gets a commit on
+/// `refs/heads/ctxfold` whose tree holds the store's `manifests/` (subfolders included),
+/// `objects/<2 hex>/` and `context-fold/`, each file a blob of its bytes as they are (objects stay
+/// zstd). Mirroring is incremental: an object file already in the previous commit's tree is not
+/// read again (objects are immutable and named by their content); manifests and seed indexes are
+/// re-hashed and written only when they changed. When nothing changed no commit is made and the
+/// current one is printed; an empty store that was never mirrored prints nothing.
+///
+/// Commits are by `ctxfold <ctxfold@localhost>` whoever runs the command, at the current time in UTC,
+/// or at $SOURCE_DATE_EPOCH when it is set (reproducible commits). The branch moves only if it
+/// still points where it did when the mirror began, so two concurrent mirrors never lose a commit.
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-mirror", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct MirrorArgs {
+    #[command(flatten)]
+    pub git: GitArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `--git DIR`: the mirror repository, shared by mirror, remote, sync and clone.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GitArgs {
+    /// The mirror repository [default: <store>/mirror.git]
+    #[arg(long = "git", value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+}
+
+impl GitArgs {
+    pub fn dir(&self, store: &Store) -> PathBuf {
+        self.dir
+            .clone()
+            .unwrap_or_else(|| mirror::default_dir(store))
+    }
+}
+
+impl Command for MirrorArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let store = self.store.open()?;
+        let mirror = Mirror::open_or_init(&self.git.dir(&store))?;
+        if let Some(commit) = mirror.record(&store)? {
+            emit(io.out, commit)?;
+        }
+        Ok(Status::Success)
+    }
+}

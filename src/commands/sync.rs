@@ -1,0 +1,145 @@
+//! `ctxfold sync` and `ctxfold clone`: the store merged with a git remote's, both ways.
+
+use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::commands::mirror::GitArgs;
+use crate::error::{Error, Result};
+use crate::mirror::sync::{Outcome, clone, sync};
+use crate::mirror::{Mirror, git};
+
+/// Sync the store with a git remote: mirror, fetch, merge, commit, push
+///
+/// The store is mirrored (see ctxfold-mirror), the remote's `ctxfold` branch is fetched and merged
+/// into the store, the merge is committed in the mirror with both parents, and pushed. Fetch and
+/// push run the real `git` binary, so credential helpers, `~/.ssh/config`, `GIT_SSH_COMMAND` and
+/// the rest of git's configuration apply exactly as for git itself. REMOTE defaults to `origin`,
+/// or to the only remote there is (see ctxfold remote).
+///
+/// Merging is lossless and checks everything before changing anything: every new remote object
+/// must hash to its name, every new manifest must reconstruct to its source. A remote object or
+/// manifest that fails aborts the whole sync with the store as it was. A session new to this store
+/// is added; one folded on both sides keeps the longer fold when it extends the other (the same
+/// rollout folded later); otherwise both are kept and the remote's is put at
+/// `manifests/conflicts/<id>@<first 12 hex of its source sha256>.json` and reported. Seed indexes
+/// become the union of their lines, local lines first. The store lock is held shared while merging.
+///
+/// Prints what changed (with --json, one JSON object).
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-sync", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct SyncArgs {
+    /// The remote [default: origin, or the only remote]
+    #[arg(value_name = "REMOTE")]
+    pub remote: Option<String>,
+    /// One JSON object instead of text
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub git: GitArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl Command for SyncArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let store = self.store.init()?;
+        let dir = self.git.dir(&store);
+        let remote = match self.remote {
+            Some(remote) => remote,
+            None => default_remote(&Mirror::open_or_init(&dir)?)?,
+        };
+        let outcome = sync(&store, &dir, &remote)
+            .map_err(|e| e.context(format_args!("sync with {remote}")))?;
+        report(io, &outcome, self.json)
+    }
+}
+
+fn default_remote(mirror: &Mirror) -> Result<String> {
+    let remotes = git::remotes(mirror.git_dir())?;
+    if let Some(origin) = remotes.iter().find(|r| r.name == "origin") {
+        return Ok(origin.name.clone());
+    }
+    match remotes.as_slice() {
+        [only] => Ok(only.name.clone()),
+        [] => Err(Error::usage(
+            "no remote to sync with: add one with 'ctxfold remote add NAME URL'",
+        )),
+        _ => Err(Error::usage(
+            "several remotes and none is 'origin': name the one to sync with",
+        )),
+    }
+}
+
+/// Make an empty store a copy of a remote's: the remote becomes `origin`, then the store syncs
+///
+/// The store (created when missing) must hold no session yet; its mirror repository gets URL as
+/// remote `origin` and `ctxfold sync origin` runs, fetching and verifying everything. A `sync`
+/// into an empty store does the same with a remote added by hand.
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-clone", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct CloneArgs {
+    /// Any URL or path git can fetch from
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// One JSON object instead of text
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub git: GitArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl Command for CloneArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let store = self.store.init()?;
+        let outcome = clone(&store, &self.git.dir(&store), &self.url)
+            .map_err(|e| e.context(format_args!("clone {}", self.url)))?;
+        report(io, &outcome, self.json)
+    }
+}
+
+fn report(io: &mut Io<'_>, outcome: &Outcome, json: bool) -> Result<Status> {
+    if json {
+        emit(
+            io.out,
+            serde_json::to_string(outcome).expect("outcomes serialize"),
+        )?;
+        return Ok(Status::Success);
+    }
+    let merged = &outcome.merged;
+    for session in &merged.sessions_added {
+        emit(io.out, format_args!("added {session}"))?;
+    }
+    for session in &merged.sessions_extended {
+        emit(io.out, format_args!("extended {session}"))?;
+    }
+    for conflict in &merged.conflicts {
+        emit(
+            io.out,
+            format_args!(
+                "conflict {}: both kept, the remote's at {}",
+                conflict.session, conflict.path
+            ),
+        )?;
+    }
+    let commit = outcome
+        .commit
+        .map_or_else(|| "nothing".to_string(), |c| c.to_string());
+    let pushed = if outcome.pushed {
+        "pushed"
+    } else {
+        "nothing to push"
+    };
+    emit(
+        io.out,
+        format_args!(
+            "{}: {} objects, {} sessions added, {} extended, {} conflicts, {} seed lines; {commit} ({pushed})",
+            outcome.remote,
+            merged.objects_added,
+            merged.sessions_added.len(),
+            merged.sessions_extended.len(),
+            merged.conflicts.len(),
+            merged.seed_lines_added
+        ),
+    )?;
+    Ok(Status::Success)
+}

@@ -1,0 +1,140 @@
+//! The real `git` binary, for everything that talks to a remote (as jj does): fetch, push,
+//! ls-remote and the remotes' configuration. Whatever the user set up for git (credential
+//! helpers, `~/.ssh/config`, `GIT_SSH_COMMAND`, `insteadOf` rewrites) applies unchanged.
+//!
+//! Failures become one-line errors carrying git's own last line of complaint.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use gix::ObjectId;
+
+use super::BRANCH;
+use crate::error::{Error, IoContext, Result};
+
+/// `git --git-dir=<dir> <args>`, capturing its output.
+fn run<I, S>(git_dir: &Path, args: I) -> Result<Output>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .context(|| "run git (is it installed and on PATH?)".into())
+}
+
+/// Run git and require success; `what` names the step in the error.
+fn run_ok<I, S>(git_dir: &Path, what: &str, args: I) -> Result<Vec<u8>>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let output = run(git_dir, args)?;
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    Err(failure(what, &output))
+}
+
+fn failure(what: &str, output: &Output) -> Error {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let said = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no message")
+        .trim();
+    let status = output
+        .status
+        .code()
+        .map_or_else(|| "a signal".to_string(), |c| c.to_string());
+    Error::failed(format!("{what}: git exited with {status}: {said}"))
+}
+
+/// A configured remote.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Remote {
+    pub name: String,
+    pub url: String,
+}
+
+pub fn remote_add(git_dir: &Path, name: &str, url: &str) -> Result<()> {
+    run_ok(
+        git_dir,
+        &format!("add remote {name}"),
+        ["remote", "add", "--", name, url],
+    )?;
+    Ok(())
+}
+
+pub fn remote_remove(git_dir: &Path, name: &str) -> Result<()> {
+    run_ok(
+        git_dir,
+        &format!("remove remote {name}"),
+        ["remote", "remove", name],
+    )?;
+    Ok(())
+}
+
+/// The configured remotes with their fetch URLs, in git's order.
+pub fn remotes(git_dir: &Path) -> Result<Vec<Remote>> {
+    let names = run_ok(git_dir, "list remotes", ["remote"])?;
+    let mut found = Vec::new();
+    for name in String::from_utf8_lossy(&names)
+        .lines()
+        .filter(|l| !l.is_empty())
+    {
+        let url = run_ok(
+            git_dir,
+            &format!("read the URL of remote {name}"),
+            ["remote", "get-url", name],
+        )?;
+        let url = String::from_utf8_lossy(&url).trim_end().to_string();
+        found.push(Remote {
+            name: name.to_string(),
+            url,
+        });
+    }
+    Ok(found)
+}
+
+/// The remote-tracking ref a fetch of `remote` updates.
+pub fn tracking_ref(remote: &str) -> String {
+    format!("refs/remotes/{remote}/ctxfold")
+}
+
+/// Fetch the remote's ctxfold branch into its tracking ref. `false` when the remote has no such
+/// branch yet (a new, empty remote).
+pub fn fetch(git_dir: &Path, remote: &str) -> Result<bool> {
+    // `--exit-code` makes "no such ref" exit 2 instead of looking like success.
+    let output = run(git_dir, ["ls-remote", "--exit-code", remote, BRANCH])?;
+    match output.status.code() {
+        Some(0) => {}
+        Some(2) => return Ok(false),
+        _ => return Err(failure(&format!("look up {BRANCH} on {remote}"), &output)),
+    }
+    let refspec = format!("+{BRANCH}:{}", tracking_ref(remote));
+    run_ok(
+        git_dir,
+        &format!("fetch from {remote}"),
+        ["fetch", "--quiet", "--no-tags", remote, &refspec],
+    )?;
+    Ok(true)
+}
+
+/// Push `commit` to the remote's ctxfold branch. git refuses anything but a fast-forward, so a
+/// remote that moved on since the fetch is never overwritten.
+pub fn push(git_dir: &Path, remote: &str, commit: ObjectId) -> Result<()> {
+    let refspec = format!("{commit}:{BRANCH}");
+    run_ok(
+        git_dir,
+        &format!("push to {remote} (if it moved on meanwhile, sync again)"),
+        ["push", "--quiet", remote, &refspec],
+    )?;
+    Ok(())
+}

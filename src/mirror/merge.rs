@@ -1,0 +1,430 @@
+//! Merging a fetched tree (another machine's store) into this store, losing nothing and trusting
+//! nothing: first every new file is staged under `<store>/tmp/` and checked (each remote object
+//! must hash to its name; each manifest to be added must reconstruct from the staged and local
+//! objects), and only then is anything applied. A bad remote object or manifest aborts the merge
+//! with the store untouched.
+//!
+//! The rules: objects are added when missing. A manifest new to this store is added; one whose
+//! session this store holds with the same source is skipped; of two different folds of one
+//! session, the one whose bytes extend the other's (the same rollout folded later) is kept, and
+//! otherwise both are kept, the remote's at `manifests/conflicts/<id>@<12 hex of its source
+//! sha256>.json`. Files in `manifests/` subfolders are added when new. Seed-index files become
+//! the union of their lines; other `context-fold/` files are added when new.
+
+use std::collections::HashSet;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use gix::ObjectId;
+use gix::objs::tree::Entry;
+
+use super::verify::Sources;
+use super::{GitContext, Mirror, union};
+use crate::digest::Digest;
+use crate::error::{Error, IoContext, Result};
+use crate::store::atomic::write_file;
+use crate::store::lock::Mode;
+use crate::store::manifest::Manifest;
+use crate::store::{Store, create_private_dir};
+
+/// The file seed indexes live in, merged line by line.
+const SEED_INDEX: &str = "seed-index.jsonl";
+
+/// What a merge did.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub objects_added: u64,
+    pub sessions_added: Vec<String>,
+    /// Sessions whose remote fold extends the local one and replaced it.
+    pub sessions_extended: Vec<String>,
+    pub conflicts: Vec<Conflict>,
+    /// Other manifests added under `manifests/` subfolders (generations, others' conflicts).
+    pub manifests_added: u64,
+    pub seed_lines_added: u64,
+    pub files_added: u64,
+}
+
+/// A session folded differently on two machines, neither extending the other: both are kept.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Conflict {
+    pub session: String,
+    /// The remote's manifest, relative to the store.
+    pub path: String,
+}
+
+impl Report {
+    /// Whether the store changed.
+    pub fn changed(&self) -> bool {
+        self.objects_added > 0
+            || !self.sessions_added.is_empty()
+            || !self.sessions_extended.is_empty()
+            || !self.conflicts.is_empty()
+            || self.manifests_added > 0
+            || self.seed_lines_added > 0
+            || self.files_added > 0
+    }
+}
+
+/// Merge `tree` (a mirror tree, fetched) into `store`, holding the store lock shared throughout.
+pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
+    let _lock = store.lock(Mode::Shared, || {})?;
+    let staging = tempfile::Builder::new()
+        .prefix(".sync-")
+        .tempdir_in(store.tmp_dir())
+        .with_path("create a staging directory in", &store.tmp_dir())?;
+    let staged = Store::at(staging.path());
+    let mut plan = Planner {
+        store,
+        mirror,
+        staged: &staged,
+        held: held_sessions(store)?,
+        steps: Vec::new(),
+    };
+    let root = mirror.entries(Some(tree))?;
+    let sub = |name: &str| {
+        root.get(name.as_bytes())
+            .filter(|e| e.mode.is_tree())
+            .map(|e| e.oid)
+    };
+    let mut objects = Vec::new();
+    if let Some(id) = sub("objects") {
+        plan.stage_objects(id, &mut objects)
+            .map_err(|e| e.context("refused the remote's objects, nothing was applied"))?;
+    }
+    if let Some(id) = sub("manifests") {
+        plan.walk(id, &mut Vec::new(), &mut |plan, rel, entry| {
+            plan.manifest(rel, entry)
+        })
+        .map_err(|e| e.context("refused the remote's manifests, nothing was applied"))?;
+    }
+    if let Some(id) = sub("context-fold") {
+        plan.walk(id, &mut Vec::new(), &mut |plan, rel, entry| {
+            plan.context_fold(rel, entry)
+        })
+        .map_err(|e| e.context("refused the remote's context-fold files, nothing was applied"))?;
+    }
+    let steps = std::mem::take(&mut plan.steps);
+    apply(store, &staged, &objects, steps)
+}
+
+/// One change to the store, decided and checked before any is made.
+enum Step {
+    /// Commit a top-level manifest (staged at `staged`), replacing the local one or not.
+    Commit { staged: PathBuf, overwrite: bool },
+    /// Place a staged manifest at `rel` under `manifests/`, as a conflict or as it was.
+    Place {
+        staged: PathBuf,
+        rel: String,
+        conflict: Option<String>,
+    },
+    /// Union a staged seed index into the local one.
+    Union { staged: PathBuf, rel: String },
+    /// Add a staged `context-fold/` file.
+    Add { staged: PathBuf, rel: String },
+}
+
+struct Planner<'a> {
+    store: &'a Store,
+    mirror: &'a Mirror,
+    staged: &'a Store,
+    /// Every (session id, source sha256) a manifest of this store holds, or will after the merge.
+    held: HashSet<(String, Digest)>,
+    steps: Vec<Step>,
+}
+
+/// What [`Planner::walk`] calls for each blob: the planner, the blob's path, its tree entry.
+type Visit<'a, 'b> = dyn FnMut(&mut Planner<'a>, &[&str], &Entry) -> Result<()> + 'b;
+
+impl<'a> Planner<'a> {
+    fn sources(&self) -> Sources<'_> {
+        Sources {
+            staged: self.staged,
+            local: self.store,
+        }
+    }
+
+    /// Stage and verify every remote object this store lacks.
+    fn stage_objects(&mut self, tree: ObjectId, staged: &mut Vec<Digest>) -> Result<()> {
+        self.walk(tree, &mut Vec::new(), &mut |plan, rel, entry| {
+            let digest = match rel {
+                [fan, name] => name
+                    .strip_suffix(".zst")
+                    .and_then(Digest::parse)
+                    .filter(|d| d.to_hex()[..2] == **fan),
+                _ => None,
+            };
+            let digest = digest.ok_or_else(|| {
+                Error::failed(format!("unexpected file objects/{}", rel.join("/")))
+            })?;
+            if plan.store.object_stored_bytes(&digest)?.is_some() {
+                return Ok(());
+            }
+            let path = plan.staged.object_path(&digest);
+            create_private_dir(path.parent().expect("object paths have a parent"))?;
+            plan.write_blob(entry.oid, &path)?;
+            plan.staged.read_object(&digest, None, &mut io::sink())?;
+            staged.push(digest);
+            Ok(())
+        })
+    }
+
+    /// A file of the remote's `manifests/`, at `rel` under it.
+    fn manifest(&mut self, rel: &[&str], entry: &Entry) -> Result<()> {
+        let rel_path = rel.join("/");
+        let Some(name) = rel.last().and_then(|n| n.strip_suffix(".json")) else {
+            return Ok(());
+        };
+        let local = self.store.manifests_dir().join(&rel_path);
+        if same_blob(&local, entry.oid)? {
+            return Ok(());
+        }
+        let staged = self.staged.manifests_dir().join(&rel_path);
+        create_private_dir(staged.parent().expect("has a parent"))?;
+        self.write_blob(entry.oid, &staged)?;
+        let bytes = fs::read(&staged).with_path("read", &staged)?;
+        let remote = Manifest::from_slice(&bytes, &format!("manifests/{rel_path}"))?;
+        let id = remote.session.id.clone();
+        let what = |e: Error| e.context(format_args!("manifests/{rel_path}"));
+        if rel.len() == 1 && id != name {
+            return Err(Error::failed(format!(
+                "manifests/{rel_path} is for session {id:?}"
+            )));
+        }
+        let held = (id.clone(), remote.source.sha256);
+        if self.held.contains(&held) {
+            return Ok(());
+        }
+        let source = remote.source.sha256;
+        if rel.len() > 1 || !local.exists() {
+            self.sources().verify(&remote, 0).map_err(what)?;
+            self.held.insert(held);
+            if local.exists() {
+                return self.conflict(staged, id, source);
+            }
+            self.steps.push(if rel.len() == 1 {
+                Step::Commit {
+                    staged,
+                    overwrite: false,
+                }
+            } else {
+                Step::Place {
+                    staged,
+                    rel: rel_path,
+                    conflict: None,
+                }
+            });
+            return Ok(());
+        }
+        let mine = self.store.load_manifest(&id)?;
+        // The remote's is an earlier fold of what this store holds: nothing to add.
+        if remote.source.bytes < mine.source.bytes && self.sources().extends(&mine, &remote)? {
+            return Ok(());
+        }
+        self.held.insert(held);
+        if remote.source.bytes > mine.source.bytes {
+            // Verifies the remote's whole, whatever the answer.
+            if self.sources().extends(&remote, &mine).map_err(what)? {
+                self.steps.push(Step::Commit {
+                    staged,
+                    overwrite: true,
+                });
+                return Ok(());
+            }
+        } else {
+            self.sources().verify(&remote, 0).map_err(what)?;
+        }
+        self.conflict(staged, id, source)
+    }
+
+    /// Keep a remote manifest beside the local one of its session, under its conflict name.
+    fn conflict(&mut self, staged: PathBuf, id: String, source: Digest) -> Result<()> {
+        let rel = format!("conflicts/{id}@{}.json", &source.to_hex()[..12]);
+        if !self.store.manifests_dir().join(&rel).exists() {
+            self.steps.push(Step::Place {
+                staged,
+                rel,
+                conflict: Some(id),
+            });
+        }
+        Ok(())
+    }
+
+    /// A file of the remote's `context-fold/`, at `rel` under it.
+    fn context_fold(&mut self, rel: &[&str], entry: &Entry) -> Result<()> {
+        let rel_path = rel.join("/");
+        let local = self.store.context_fold_dir().join(&rel_path);
+        if same_blob(&local, entry.oid)? {
+            return Ok(());
+        }
+        let is_seed_index = rel.last() == Some(&SEED_INDEX);
+        if local.exists() && !is_seed_index {
+            return Ok(());
+        }
+        let staged = self.staged.context_fold_dir().join(&rel_path);
+        create_private_dir(staged.parent().expect("has a parent"))?;
+        self.write_blob(entry.oid, &staged)?;
+        self.steps.push(if local.exists() {
+            Step::Union {
+                staged,
+                rel: rel_path,
+            }
+        } else {
+            Step::Add {
+                staged,
+                rel: rel_path,
+            }
+        });
+        Ok(())
+    }
+
+    /// Call `each` for every blob under `tree`, with its path as checked names.
+    fn walk(
+        &mut self,
+        tree: ObjectId,
+        at: &mut Vec<String>,
+        each: &mut Visit<'a, '_>,
+    ) -> Result<()> {
+        let mut entries: Vec<Entry> = self.mirror.entries(Some(tree))?.into_values().collect();
+        entries.sort();
+        for entry in entries {
+            at.push(checked_name(&entry, at)?);
+            if entry.mode.is_tree() {
+                self.walk(entry.oid, at, each)?;
+            } else if entry.mode.is_blob() {
+                let rel: Vec<&str> = at.iter().map(String::as_str).collect();
+                each(self, &rel, &entry)?;
+            } else {
+                return Err(Error::failed(format!(
+                    "unexpected entry {} in the remote's tree",
+                    at.join("/")
+                )));
+            }
+            at.pop();
+        }
+        Ok(())
+    }
+
+    /// Copy a blob of the mirror into a new private file.
+    fn write_blob(&self, oid: ObjectId, path: &Path) -> Result<()> {
+        let blob = self
+            .mirror
+            .repo()
+            .find_blob(oid)
+            .git(|| format!("read blob {oid}"))?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .with_path("create", path)?;
+        file.write_all(&blob.data).with_path("write", path)
+    }
+}
+
+/// A remote tree entry's name, if it is a plain one we may use as a file name.
+fn checked_name(entry: &Entry, at: &[String]) -> Result<String> {
+    let name = std::str::from_utf8(&entry.filename).ok().filter(|n| {
+        !n.is_empty()
+            && !n.starts_with('.')
+            && !n.contains(['/', '\\', '\0'])
+            && !n.chars().any(char::is_control)
+    });
+    name.map(str::to_string).ok_or_else(|| {
+        Error::failed(format!(
+            "unsafe name {:?} under {:?} in the remote's tree",
+            entry.filename,
+            at.join("/")
+        ))
+    })
+}
+
+/// Whether the file at `path` exists and holds exactly the blob `oid`.
+fn same_blob(path: &Path, oid: ObjectId) -> Result<bool> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::IsADirectory
+            ) =>
+        {
+            return Ok(false);
+        }
+        Err(e) => return Err(e).with_path("read", path),
+    };
+    let local = gix::objs::compute_hash(oid.kind(), gix::objs::Kind::Blob, &bytes)
+        .git(|| "hash a blob".into())?;
+    Ok(local == oid)
+}
+
+/// Every (session id, source sha256) the store's manifests hold, conflicts and generations included.
+fn held_sessions(store: &Store) -> Result<HashSet<(String, Digest)>> {
+    let mut held = HashSet::new();
+    for path in store.manifest_files()? {
+        let manifest = Store::load_manifest_file(&path)?;
+        held.insert((manifest.session.id, manifest.source.sha256));
+    }
+    Ok(held)
+}
+
+/// Make the planned changes: objects first (made durable), then what names them.
+fn apply(store: &Store, staged: &Store, objects: &[Digest], steps: Vec<Step>) -> Result<Report> {
+    let mut report = Report::default();
+    for digest in objects {
+        let target = store.object_path(digest);
+        create_private_dir(target.parent().expect("object paths have a parent"))?;
+        // A hard link never replaces: an object that appeared meanwhile is the same bytes.
+        match fs::hard_link(staged.object_path(digest), &target) {
+            Ok(()) => report.objects_added += 1,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_path("add object", &target),
+        }
+    }
+    store.sync()?;
+    for step in steps {
+        match step {
+            Step::Commit { staged, overwrite } => {
+                let manifest: Manifest = Store::load_manifest_file(&staged)?;
+                store.commit_manifest(&manifest, overwrite)?;
+                let list = if overwrite {
+                    &mut report.sessions_extended
+                } else {
+                    &mut report.sessions_added
+                };
+                list.push(manifest.session.id);
+            }
+            Step::Place {
+                staged,
+                rel,
+                conflict,
+            } => {
+                let target = store.manifests_dir().join(&rel);
+                create_private_dir(target.parent().expect("has a parent"))?;
+                let bytes = fs::read(&staged).with_path("read", &staged)?;
+                write_file(&store.tmp_dir(), ".manifest-", &target, &bytes, false)?;
+                match conflict {
+                    Some(session) => report.conflicts.push(Conflict {
+                        session,
+                        path: format!("manifests/{rel}"),
+                    }),
+                    None => report.manifests_added += 1,
+                }
+            }
+            Step::Union { staged, rel } => {
+                let target = store.context_fold_dir().join(&rel);
+                report.seed_lines_added +=
+                    union::merge_lines(&store.tmp_dir(), &target, &staged, &target)?;
+            }
+            Step::Add { staged, rel } => {
+                let target = store.context_fold_dir().join(&rel);
+                create_private_dir(target.parent().expect("has a parent"))?;
+                let bytes = fs::read(&staged).with_path("read", &staged)?;
+                write_file(&store.tmp_dir(), ".context-fold-", &target, &bytes, false)?;
+                report.files_added += 1;
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,229 @@
+//! The store mirrored into git: a bare repository (`<store>/mirror.git` by default) whose branch
+//! `refs/heads/ctxfold` holds the store's files as they are, one commit per change, and the
+//! sync that merges another machine's branch back into the store.
+//!
+//! gix writes the objects, commits and refs (`tree`: the store as a git tree, incrementally);
+//! the real `git` binary talks to remotes (`git`), so credentials, ssh config and
+//! `GIT_SSH_COMMAND` behave as users expect; `merge` brings a fetched tree into the store,
+//! verifying every byte before anything changes; `sync` ties them together.
+//! This module never reads session contents: that is the engine's job.
+
+pub mod git;
+pub mod merge;
+pub mod sync;
+pub mod tree;
+pub mod union;
+pub mod verify;
+
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+
+use gix::ObjectId;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit};
+use gix::refs::{FullName, Target};
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::lock::Mode;
+
+/// The branch the store lives on, here and on every remote.
+pub const BRANCH: &str = "refs/heads/ctxfold";
+
+/// Who mirror commits are by: a fixed identity, so commits say nothing about the machine or user.
+const NAME: &str = "ctxfold";
+const EMAIL: &str = "ctxfold@localhost";
+
+/// The default mirror repository of a store.
+pub fn default_dir(store: &Store) -> PathBuf {
+    store.root().join("mirror.git")
+}
+
+/// An open mirror repository.
+pub struct Mirror {
+    repo: gix::Repository,
+}
+
+/// Turn any gix error into ours, on one line, saying what was being done.
+pub(crate) trait GitContext<T> {
+    fn git(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: Display> GitContext<T> for std::result::Result<T, E> {
+    fn git(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::failed(format!("{}: {}", what(), e.to_string().replace('\n', " "))))
+    }
+}
+
+impl Mirror {
+    /// Open the mirror repository at `dir`, creating it (bare, HEAD on the ctxfold branch) when missing.
+    pub fn open_or_init(dir: &Path) -> Result<Self> {
+        if dir.join("HEAD").is_file() {
+            return Self::open(dir);
+        }
+        let repo =
+            gix::init_bare(dir).git(|| format!("create git repository {}", dir.display()))?;
+        let mirror = Self { repo };
+        // HEAD names our branch, so a plain `git clone` of the mirror checks it out.
+        let head = RefEdit {
+            change: Change::Update {
+                log: LogChange::default(),
+                expected: PreviousValue::Any,
+                new: Target::Symbolic(full_name(BRANCH)),
+            },
+            name: full_name("HEAD"),
+            deref: false,
+        };
+        mirror
+            .repo
+            .edit_references_as(Some(head), None)
+            .git(|| format!("set HEAD in {}", dir.display()))?;
+        Ok(mirror)
+    }
+
+    /// Open an existing mirror repository.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let repo = gix::open(dir).git(|| format!("open git repository {}", dir.display()))?;
+        Ok(Self { repo })
+    }
+
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
+    pub(crate) fn repo(&self) -> &gix::Repository {
+        &self.repo
+    }
+
+    /// Where `name` (a full ref name) points, if it exists.
+    pub fn resolve(&self, name: &str) -> Result<Option<ObjectId>> {
+        let Some(mut reference) = self
+            .repo
+            .try_find_reference(name)
+            .git(|| format!("read {name}"))?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(
+            reference
+                .peel_to_id()
+                .git(|| format!("resolve {name}"))?
+                .detach(),
+        ))
+    }
+
+    /// The commit the ctxfold branch points at.
+    pub fn head(&self) -> Result<Option<ObjectId>> {
+        self.resolve(BRANCH)
+    }
+
+    /// The tree of a commit.
+    pub fn tree_of(&self, commit: ObjectId) -> Result<ObjectId> {
+        let commit = self
+            .repo
+            .find_commit(commit)
+            .git(|| format!("read commit {commit}"))?;
+        Ok(commit
+            .tree_id()
+            .git(|| "read a commit's tree".into())?
+            .detach())
+    }
+
+    /// Commit the store's current state on the branch unless the branch already holds it, and
+    /// return the branch's commit (`None`: an empty store that was never mirrored).
+    pub fn record(&self, store: &Store) -> Result<Option<ObjectId>> {
+        // Shared, as writers take it: gc must not delete files while they are being read.
+        let _lock = store.lock(Mode::Shared, || {})?;
+        let head = self.head()?;
+        let previous = head.map(|c| self.tree_of(c)).transpose()?;
+        let tree = self.write_store_tree(store, previous)?;
+        if previous == Some(tree) || (head.is_none() && tree == ObjectId::empty_tree(tree.kind())) {
+            return Ok(head);
+        }
+        Ok(Some(self.commit(
+            tree,
+            head.as_slice(),
+            "ctxfold mirror\n",
+        )?))
+    }
+
+    /// Write a commit of `tree` with `parents` and move the branch to it, provided the branch
+    /// still points at the first parent (or does not exist when there is none): a concurrent
+    /// mirror makes this fail rather than lose a commit.
+    pub fn commit(&self, tree: ObjectId, parents: &[ObjectId], message: &str) -> Result<ObjectId> {
+        let time = format!("{} +0000", commit_time());
+        let signature = gix::actor::SignatureRef {
+            name: NAME.into(),
+            email: EMAIL.into(),
+            time: &time,
+        };
+        let id = self
+            .repo
+            .commit_as(
+                signature,
+                signature,
+                BRANCH,
+                message,
+                tree,
+                parents.iter().copied(),
+            )
+            .git(|| format!("commit to {BRANCH} in {}", self.git_dir().display()))?;
+        Ok(id.detach())
+    }
+
+    /// Move the branch to `to` if it still points at `from` (compare and swap).
+    pub fn fast_forward(&self, from: Option<ObjectId>, to: ObjectId) -> Result<()> {
+        let expected = match from {
+            Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id)),
+            None => PreviousValue::MustNotExist,
+        };
+        let edit = RefEdit {
+            change: Change::Update {
+                log: LogChange::default(),
+                expected,
+                new: Target::Object(to),
+            },
+            name: full_name(BRANCH),
+            deref: false,
+        };
+        self.repo
+            .edit_references_as(Some(edit), None)
+            .git(|| format!("move {BRANCH} to {to}"))?;
+        Ok(())
+    }
+
+    /// Whether `ancestor` is `descendant` or one of its ancestors.
+    pub fn is_ancestor(&self, ancestor: ObjectId, descendant: ObjectId) -> Result<bool> {
+        let commit = self
+            .repo
+            .find_commit(descendant)
+            .git(|| format!("read commit {descendant}"))?;
+        for info in commit
+            .ancestors()
+            .all()
+            .git(|| format!("walk the history of {descendant}"))?
+        {
+            if info.git(|| format!("walk the history of {descendant}"))?.id == ancestor {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Commit times are `$SOURCE_DATE_EPOCH` when set (reproducible commits, as build tools do),
+/// else the current time, always in UTC. With the fixed identity, the same store state on the
+/// same parents at the same time is the same commit on any machine.
+fn commit_time() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        })
+}
+
+fn full_name(name: &str) -> FullName {
+    name.try_into().expect("a valid ref name")
+}

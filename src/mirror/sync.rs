@@ -1,0 +1,126 @@
+//! A sync with one remote: mirror the store, fetch the remote's ctxfold branch, merge it into the
+//! store, commit the merge (both parents) and push it. When one side already holds the other's
+//! history, no merge commit is made: the branch moves forward, or only a push is needed.
+
+use std::path::Path;
+
+use gix::ObjectId;
+
+use super::merge::{Report, merge};
+use super::{Mirror, git};
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::lock::Mode;
+
+/// What a sync did.
+#[derive(Debug, serde::Serialize)]
+pub struct Outcome {
+    pub remote: String,
+    /// The branch's commit afterwards (`None`: both sides empty).
+    #[serde(serialize_with = "hex")]
+    pub commit: Option<ObjectId>,
+    pub pushed: bool,
+    #[serde(flatten)]
+    pub merged: Report,
+}
+
+fn hex<S: serde::Serializer>(id: &Option<ObjectId>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => s.serialize_str(&id.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// Sync `store` with `remote` of the mirror repository at `git_dir`.
+pub fn sync(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
+    // Shared, as every writer takes it: gc waits until the store is mirrored and merged.
+    let _lock = store.lock(Mode::Shared, || {})?;
+    let mine = Mirror::open_or_init(git_dir)?.record(store)?;
+    let fetched = git::fetch(git_dir, remote)?;
+    // Reopened: the fetch added a pack that a repository opened before may not look for.
+    let mirror = Mirror::open(git_dir)?;
+    let theirs = if fetched {
+        mirror.resolve(&git::tracking_ref(remote))?
+    } else {
+        None
+    };
+    let merged = match theirs {
+        Some(commit) => merge(store, &mirror, mirror.tree_of(commit)?)?,
+        None => Report::default(),
+    };
+    let (commit, push) = settle(&mirror, store, mine, theirs, &merged, remote)?;
+    if let (Some(commit), true) = (commit, push) {
+        git::push(git_dir, remote, commit)?;
+    }
+    Ok(Outcome {
+        remote: remote.to_string(),
+        commit,
+        pushed: push,
+        merged,
+    })
+}
+
+/// Decide the branch's new commit after merging `theirs` into the store, and whether to push it.
+fn settle(
+    mirror: &Mirror,
+    store: &Store,
+    mine: Option<ObjectId>,
+    theirs: Option<ObjectId>,
+    merged: &Report,
+    remote: &str,
+) -> Result<(Option<ObjectId>, bool)> {
+    let Some(theirs) = theirs else {
+        return Ok((mine, mine.is_some()));
+    };
+    if mine == Some(theirs) {
+        return Ok((mine, false));
+    }
+    let ours_in_theirs = match mine {
+        Some(mine) => mirror.is_ancestor(mine, theirs)?,
+        None => true,
+    };
+    let tree = mirror.write_store_tree(store, mine.map(|c| mirror.tree_of(c)).transpose()?)?;
+    if ours_in_theirs && tree == mirror.tree_of(theirs)? {
+        mirror.fast_forward(mine, theirs)?;
+        return Ok((Some(theirs), false));
+    }
+    if let (Some(mine), false) = (mine, merged.changed()) {
+        // The remote has merged ours already, or has nothing we lack: no new commit.
+        if ours_in_theirs {
+            return Ok((Some(mine), false));
+        }
+        if mirror.is_ancestor(theirs, mine)? {
+            return Ok((Some(mine), true));
+        }
+    }
+    let parents: Vec<ObjectId> = mine.into_iter().chain([theirs]).collect();
+    let commit = mirror.commit(tree, &parents, &format!("ctxfold sync with {remote}\n"))?;
+    Ok((Some(commit), true))
+}
+
+/// Make an empty store a copy of the one at `url`: its mirror gets `url` as remote `origin`,
+/// then it syncs.
+pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
+    if !store.manifest_files()?.is_empty() || store.list_objects()?.next().is_some() {
+        return Err(Error::failed(format!(
+            "{} already holds sessions: add the remote and sync instead",
+            store.root().display()
+        )));
+    }
+    Mirror::open_or_init(git_dir)?;
+    // A clone that failed half-way (the network) is simply run again.
+    match git::remotes(git_dir)?
+        .into_iter()
+        .find(|r| r.name == "origin")
+    {
+        Some(origin) if origin.url != url => {
+            return Err(Error::failed(format!(
+                "the mirror already has remote origin at {}",
+                origin.url
+            )));
+        }
+        Some(_) => {}
+        None => git::remote_add(git_dir, "origin", url)?,
+    }
+    sync(store, git_dir, "origin")
+}

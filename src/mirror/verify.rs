@@ -1,0 +1,179 @@
+//! Reconstruction across two stores: a remote manifest checked against the objects staged from the
+//! remote plus those the local store already holds, before either is changed; and, on the way,
+//! the sha256 of the session's first bytes, which tells whether one fold of a session extends
+//! another (the same rollout folded later, so the shorter's bytes are a prefix).
+
+use std::io::{self, Write};
+
+use crate::digest::{Digest, HashingWriter};
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::manifest::Manifest;
+
+/// The objects a remote's sync may use: the staged ones first, then the store's own.
+pub struct Sources<'a> {
+    pub staged: &'a Store,
+    pub local: &'a Store,
+}
+
+impl Sources<'_> {
+    fn holder(&self, digest: &Digest) -> Result<&Store> {
+        Ok(if self.staged.object_stored_bytes(digest)?.is_some() {
+            self.staged
+        } else {
+            self.local
+        })
+    }
+
+    /// Stream the session through every check `reconstruct::write_session` makes (each object
+    /// against its name and size, the whole against the source), and return the sha256 of its
+    /// first `prefix` bytes (`None` when it is shorter than that).
+    pub fn verify(&self, manifest: &Manifest, prefix: u64) -> Result<Option<Digest>> {
+        let head = PrefixHasher {
+            left: prefix,
+            hashing: HashingWriter::new(io::sink()),
+        };
+        let mut whole = HashingWriter::new(head);
+        for part in &manifest.parts {
+            let digest = &part.object.sha256;
+            self.holder(digest)?
+                .read_object(digest, Some(part.object.raw_bytes), &mut whole)?;
+        }
+        let (head, digest, bytes) = whole.finish();
+        let source = &manifest.source;
+        if bytes != source.bytes || digest != source.sha256 {
+            return Err(Error::failed(format!(
+                "reconstruction gives {bytes} bytes with sha256 {digest}, the source had {} bytes with sha256 {}",
+                source.bytes, source.sha256
+            )));
+        }
+        let (_, head_digest, head_bytes) = head.hashing.finish();
+        Ok((head_bytes == prefix).then_some(head_digest))
+    }
+
+    /// Whether `longer`'s session begins with `shorter`'s bytes; verifies `longer` whole.
+    pub fn extends(&self, longer: &Manifest, shorter: &Manifest) -> Result<bool> {
+        let head = self.verify(longer, shorter.source.bytes)?;
+        Ok(head == Some(shorter.source.sha256))
+    }
+}
+
+/// Hashes what passes through, up to `left` bytes, and swallows the rest.
+struct PrefixHasher {
+    left: u64,
+    hashing: HashingWriter<io::Sink>,
+}
+
+impl Write for PrefixHasher {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let take = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        self.hashing.write_all(&buf[..take])?;
+        self.left -= take as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::Settings;
+    use crate::store::manifest::{KIND, ObjectRef, Part, PartKind, Session, Source};
+    use crate::store::objects::Encoder;
+
+    /// A manifest of `chunks`, each stored in `store`.
+    fn folded(store: &Store, chunks: &[&[u8]]) -> Manifest {
+        let mut enc = Encoder::new(3).unwrap();
+        let parts = chunks
+            .iter()
+            .map(|raw| {
+                let sha256 = Digest::of(raw);
+                store.put_object(&sha256, raw, &mut enc).unwrap();
+                let object = ObjectRef {
+                    sha256,
+                    raw_bytes: raw.len() as u64,
+                    stored_bytes: 0,
+                };
+                Part {
+                    kind: PartKind::Residual,
+                    json_path: None,
+                    object,
+                }
+            })
+            .collect();
+        let whole = chunks.concat();
+        Manifest {
+            version: 1,
+            kind: KIND.into(),
+            session: Session {
+                id: "s".into(),
+                title: None,
+                cwd: None,
+                rollout_path: "/r".into(),
+                archived: false,
+            },
+            source: Source {
+                bytes: whole.len() as u64,
+                sha256: Digest::of(&whole),
+            },
+            settings: Settings::default(),
+            parts,
+        }
+    }
+
+    #[test]
+    fn a_later_fold_extends_an_earlier_one_across_part_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let (local, staged) = (
+            Store::init(dir.path().join("l")).unwrap(),
+            Store::init(dir.path().join("s")).unwrap(),
+        );
+        let short = folded(&local, &[b"line one\nline", b" two\n"]);
+        // The longer fold cuts its parts elsewhere, and its new part exists only in staging.
+        let long = folded(&local, &[b"line one\n"]);
+        let tail = folded(&staged, &[b"line two\nline three\n"]);
+        let long = Manifest {
+            source: Source {
+                bytes: 29,
+                sha256: Digest::of(b"line one\nline two\nline three\n"),
+            },
+            parts: [long.parts, tail.parts].concat(),
+            ..long
+        };
+        let sources = Sources {
+            staged: &staged,
+            local: &local,
+        };
+        assert!(sources.extends(&long, &short).unwrap());
+        assert!(
+            !sources.extends(&short, &long).unwrap(),
+            "the shorter cannot extend the longer"
+        );
+        let other = folded(&local, &[b"line one\nline 2\n"]);
+        assert!(!sources.extends(&long, &other).unwrap());
+        // A lying source is caught even when asking about a prefix.
+        let mut lying = long.clone();
+        lying.source.sha256 = Digest::of(b"else");
+        assert!(
+            sources
+                .extends(&lying, &short)
+                .unwrap_err()
+                .to_string()
+                .contains("reconstruction gives")
+        );
+        assert!(
+            Sources {
+                staged: &local,
+                local: &local
+            }
+            .verify(&long, 0)
+            .is_err(),
+            "a missing object fails"
+        );
+    }
+}

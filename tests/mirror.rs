@@ -1,0 +1,181 @@
+//! `ctxfold-mirror`: the store as commits on `refs/heads/ctxfold` of a bare git repository,
+//! incremental, deterministic, and without empty commits.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::Env;
+
+fn git(env: &Env, git_dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .env_clear()
+        .env("HOME", &env.home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fold(env: &Env, id: &str, file: &Path) {
+    let parts = env
+        .run("ctxfold-split", ["--write".as_ref(), file.as_os_str()])
+        .ok();
+    let args = [
+        "--session-id".as_ref(),
+        id.as_ref(),
+        "--source".as_ref(),
+        file.as_os_str(),
+    ];
+    env.run_with_stdin("ctxfold-write-manifest", args, &parts.stdout)
+        .ok();
+}
+
+fn mirror(env: &Env) -> String {
+    env.run("ctxfold-mirror", [] as [&str; 0])
+        .ok()
+        .stdout_text()
+}
+
+#[test]
+fn mirrors_the_store_files_as_they_are_and_commits_only_changes() {
+    let mut env = Env::new();
+    env.set("SOURCE_DATE_EPOCH", "1700000000");
+    let files = common::fixture_files();
+    fold(&env, "one", &files[0]);
+    fs::create_dir_all(env.store.join("context-fold/one")).unwrap();
+    fs::write(
+        env.store.join("context-fold/one/seed-index.jsonl"),
+        "{\"seq\":1}\n",
+    )
+    .unwrap();
+    let repo = env.store.join("mirror.git");
+
+    let first = mirror(&env);
+    assert_eq!(first.trim().len(), 40, "{first}");
+    assert_eq!(mirror(&env), first, "nothing changed: no new commit");
+    assert_eq!(
+        git(&env, &repo, &["rev-list", "--count", "refs/heads/ctxfold"]),
+        "1\n"
+    );
+    let commit = git(&env, &repo, &["cat-file", "-p", first.trim()]);
+    assert!(
+        commit.contains("\nauthor ctxfold <ctxfold@localhost> 1700000000 +0000\n"),
+        "{commit}"
+    );
+    assert!(
+        commit.contains("\ncommitter ctxfold <ctxfold@localhost> 1700000000 +0000\n"),
+        "{commit}"
+    );
+    assert_eq!(
+        git(&env, &repo, &["symbolic-ref", "HEAD"]),
+        "refs/heads/ctxfold\n"
+    );
+
+    // Every store file is a blob with its bytes, and nothing else is in the tree.
+    let listed = git(
+        &env,
+        &repo,
+        &["ls-tree", "-r", "--name-only", "refs/heads/ctxfold"],
+    );
+    let mut expected: Vec<String> = Env::snapshot(&env.store)
+        .into_iter()
+        .filter(|(p, _)| p.is_file())
+        .map(|(p, _)| {
+            p.strip_prefix(&env.store)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .filter(|p| {
+            ["manifests/", "objects/", "context-fold/"]
+                .iter()
+                .any(|d| p.starts_with(d))
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), expected);
+    for rel in &expected {
+        let blob = Command::new("git")
+            .env_clear()
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &env.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .arg("--git-dir")
+            .arg(&repo)
+            .args(["cat-file", "blob", &format!("refs/heads/ctxfold:{rel}")])
+            .output()
+            .unwrap();
+        assert_eq!(blob.stdout, fs::read(env.store.join(rel)).unwrap(), "{rel}");
+    }
+
+    // A changed seed index and a new session: one new commit on top of the first.
+    fs::write(
+        env.store.join("context-fold/one/seed-index.jsonl"),
+        "{\"seq\":1}\n{\"seq\":2}\n",
+    )
+    .unwrap();
+    fold(&env, "two", &files[1]);
+    let second = mirror(&env);
+    assert_ne!(second, first);
+    assert_eq!(
+        git(&env, &repo, &["rev-parse", &format!("{}^", second.trim())]),
+        first
+    );
+    let seeds = git(
+        &env,
+        &repo,
+        &[
+            "cat-file",
+            "blob",
+            "refs/heads/ctxfold:context-fold/one/seed-index.jsonl",
+        ],
+    );
+    assert_eq!(seeds, "{\"seq\":1}\n{\"seq\":2}\n");
+    assert!(
+        git(&env, &repo, &["ls-tree", "-r", "--name-only", "HEAD"])
+            .contains("manifests/two.json\n")
+    );
+    git(&env, &repo, &["fsck", "--strict", "--no-dangling"]);
+
+    // The same store state is the same tree in any repository.
+    let other = env.path("elsewhere.git");
+    let again = env
+        .run("ctxfold-mirror", ["--git", other.to_str().unwrap()])
+        .ok()
+        .stdout_text();
+    assert_eq!(
+        git(&env, &other, &["rev-parse", "refs/heads/ctxfold^{tree}"]),
+        git(&env, &repo, &["rev-parse", "refs/heads/ctxfold^{tree}"])
+    );
+    assert_eq!(again.trim().len(), 40);
+}
+
+#[test]
+fn an_empty_store_makes_no_commit_and_a_missing_store_is_an_error() {
+    let env = Env::new();
+    fs::create_dir_all(env.store.join("objects")).unwrap();
+    assert_eq!(mirror(&env), "");
+    assert_eq!(
+        git(&env, &env.store.join("mirror.git"), &["for-each-ref"]),
+        ""
+    );
+    env.run(
+        "ctxfold-mirror",
+        ["--store", env.path("nowhere").to_str().unwrap()],
+    )
+    .fails(1)
+    .one_line_error("not a ctxfold store");
+}

@@ -1,0 +1,517 @@
+//! `ctxfold remote`, `sync` and `clone` with the real git binary and a bare repository on disk as
+//! the remote: two stores converge, nothing is lost, and a bad remote object changes nothing.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Env;
+
+/// Two stores, a bare remote both know as `origin`, and a hermetic git.
+struct World {
+    env: Env,
+    a: PathBuf,
+    b: PathBuf,
+    remote: PathBuf,
+}
+
+impl World {
+    fn new() -> Self {
+        let mut env = Env::new();
+        fs::write(
+            env.home.join(".gitconfig"),
+            "[user]\n\tname = Test\n\temail = test@example.com\n",
+        )
+        .unwrap();
+        env.set("GIT_CONFIG_NOSYSTEM", "1");
+        let world = Self {
+            a: env.path("A"),
+            b: env.path("B"),
+            remote: env.path("remote.git"),
+            env,
+        };
+        world.git(
+            None,
+            ["init", "--quiet", "--bare", world.remote.to_str().unwrap()],
+        );
+        world
+    }
+
+    /// Run git (in the hermetic environment) and return its stdout.
+    #[track_caller]
+    fn git<const N: usize>(&self, git_dir: Option<&Path>, args: [&str; N]) -> String {
+        let mut cmd = Command::new("git");
+        cmd.env_clear()
+            .env("HOME", &self.env.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("LC_ALL", "C")
+            .current_dir(self.env.dir.path());
+        if let Some(dir) = git_dir {
+            cmd.arg("--git-dir").arg(dir);
+        }
+        let out = cmd.args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Fold `file` into `store` as session `id` with the plumbing.
+    fn fold(&self, store: &Path, id: &str, file: &Path) {
+        let parts = self
+            .env
+            .run(
+                "ctxfold-split",
+                [
+                    "--store".as_ref(),
+                    store.as_os_str(),
+                    "--write".as_ref(),
+                    file.as_os_str(),
+                ],
+            )
+            .ok();
+        self.env
+            .run_with_stdin(
+                "ctxfold-write-manifest",
+                [
+                    "--store".as_ref(),
+                    store.as_os_str(),
+                    "--session-id".as_ref(),
+                    id.as_ref(),
+                    "--source".as_ref(),
+                    file.as_os_str(),
+                ],
+                &parts.stdout,
+            )
+            .ok();
+    }
+
+    fn ctxfold(&self, store: &Path, args: &[&str]) -> common::Run {
+        let mut all = vec!["--store", store.to_str().unwrap()];
+        all.splice(0..0, args.iter().copied());
+        self.env.run("ctxfold", all)
+    }
+
+    fn sync(&self, store: &Path) -> String {
+        self.ctxfold(store, &["sync"]).ok().stdout_text()
+    }
+
+    /// The session restored from `store`, verified.
+    fn restored(&self, store: &Path, id: &str) -> Vec<u8> {
+        let to = self.env.path(&format!(
+            "restored-{}-{id}",
+            store.file_name().unwrap().to_str().unwrap()
+        ));
+        let _ = fs::remove_file(&to);
+        self.ctxfold(store, &["restore", id, "--to", to.to_str().unwrap()])
+            .ok();
+        fs::read(&to).unwrap()
+    }
+
+    /// A conflict manifest's session, reconstructed and verified.
+    fn conflict_bytes(&self, store: &Path, rel: &str) -> Vec<u8> {
+        let manifest = store.join("manifests").join(rel);
+        let args = [
+            "--store",
+            store.to_str().unwrap(),
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ];
+        self.env.run("ctxfold-cat-manifest", args).ok().stdout
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.env.path(name);
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+fn fixture(name_part: &str) -> PathBuf {
+    common::fixture_files()
+        .into_iter()
+        .find(|p| p.to_str().unwrap().contains(name_part))
+        .unwrap()
+}
+
+/// Every object file of a store, relative, sorted.
+fn object_names(store: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for fan in fs::read_dir(store.join("objects")).unwrap() {
+        for object in fs::read_dir(fan.unwrap().path()).unwrap() {
+            names.push(object.unwrap().file_name().into_string().unwrap());
+        }
+    }
+    names.sort();
+    names
+}
+
+fn conflict_name(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    let hex: String = sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("conflicts/both@{}.json", &hex[..12])
+}
+
+#[test]
+fn two_stores_converge_through_a_bare_remote_losing_nothing() {
+    let w = World::new();
+    let long = fs::read(fixture("019b7f94")).unwrap();
+    let cut = long
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(3)
+        .unwrap()
+        .0
+        + 1;
+    let short = w.write("short.jsonl", &long[..cut]);
+    let long_file = w.write("long.jsonl", &long);
+    let (x, y) = (
+        b"{\"who\":\"A\"}\nfolded on A\n".to_vec(),
+        b"{\"who\":\"B\"}\nfolded on B\n".to_vec(),
+    );
+    let (x_file, y_file) = (w.write("x.jsonl", &x), w.write("y.jsonl", &y));
+
+    w.fold(&w.a, "a-only", &fixture("019c8a70"));
+    w.fold(&w.a, "shared", &short);
+    w.fold(&w.a, "both", &x_file);
+    fs::create_dir_all(w.a.join("context-fold/shared")).unwrap();
+    fs::create_dir_all(w.a.join("context-fold/a-only")).unwrap();
+    fs::write(
+        w.a.join("context-fold/a-only/seed-index.jsonl"),
+        "{\"seq\":7}\n",
+    )
+    .unwrap();
+    fs::write(
+        w.a.join("context-fold/shared/seed-index.jsonl"),
+        "{\"seq\":1}\n{\"seq\":2}\n",
+    )
+    .unwrap();
+    w.fold(&w.b, "b-only", &fixture("019c8a4c"));
+    w.fold(&w.b, "shared", &long_file);
+    w.fold(&w.b, "both", &y_file);
+    fs::create_dir_all(w.b.join("context-fold/shared")).unwrap();
+    fs::write(
+        w.b.join("context-fold/shared/seed-index.jsonl"),
+        "{\"seq\":1}\n{\"seq\":3}\n",
+    )
+    .unwrap();
+    for store in [&w.a, &w.b] {
+        w.ctxfold(
+            store,
+            &["remote", "add", "origin", w.remote.to_str().unwrap()],
+        )
+        .ok();
+        let listed = w.ctxfold(store, &["remote", "list"]).ok().stdout_text();
+        assert_eq!(listed, format!("origin\t{}\n", w.remote.display()));
+    }
+
+    let first = w.sync(&w.a);
+    assert!(first.ends_with("(pushed)\n"), "{first}");
+    let second = w.sync(&w.b);
+    assert!(second.contains("added a-only\n"), "{second}");
+    assert!(
+        second.contains(&format!(
+            "conflict both: both kept, the remote's at manifests/{}",
+            conflict_name(&x)
+        )),
+        "{second}"
+    );
+    assert!(
+        !second.contains("extended shared"),
+        "B's fold of shared is the longer: {second}"
+    );
+    let third = w.sync(&w.a);
+    assert!(
+        third.contains("added b-only\n") && third.contains("extended shared\n"),
+        "{third}"
+    );
+    assert!(
+        third.contains(&format!("manifests/{}", conflict_name(&y))),
+        "{third}"
+    );
+
+    for store in [&w.a, &w.b] {
+        assert_eq!(
+            w.restored(store, "a-only"),
+            fs::read(fixture("019c8a70")).unwrap()
+        );
+        assert_eq!(
+            w.restored(store, "b-only"),
+            fs::read(fixture("019c8a4c")).unwrap()
+        );
+        assert_eq!(w.restored(store, "shared"), long, "the longer fold wins");
+    }
+    // The conflicting session: each side keeps its own and holds the other's beside it.
+    assert_eq!(w.restored(&w.a, "both"), x);
+    assert_eq!(w.conflict_bytes(&w.a, &conflict_name(&y)), y);
+    assert_eq!(w.restored(&w.b, "both"), y);
+    assert_eq!(w.conflict_bytes(&w.b, &conflict_name(&x)), x);
+    // Seed indexes: the union, local lines first.
+    let seeds =
+        |s: &Path| fs::read_to_string(s.join("context-fold/shared/seed-index.jsonl")).unwrap();
+    assert_eq!(seeds(&w.a), "{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3}\n");
+    assert_eq!(seeds(&w.b), "{\"seq\":1}\n{\"seq\":3}\n{\"seq\":2}\n");
+    let only_a = w.b.join("context-fold/a-only/seed-index.jsonl");
+    assert_eq!(fs::read_to_string(only_a).unwrap(), "{\"seq\":7}\n");
+    // Every object on both sides, each intact.
+    assert_eq!(object_names(&w.a), object_names(&w.b));
+    for name in object_names(&w.a) {
+        let digest = name.strip_suffix(".zst").unwrap();
+        for store in [&w.a, &w.b] {
+            w.env
+                .run(
+                    "ctxfold-cat-object",
+                    ["--store", store.to_str().unwrap(), "-e", digest],
+                )
+                .ok();
+        }
+    }
+    for git_dir in [
+        w.a.join("mirror.git"),
+        w.b.join("mirror.git"),
+        w.remote.clone(),
+    ] {
+        w.git(Some(&git_dir), ["fsck", "--strict", "--no-dangling"]);
+    }
+
+    // Settled: more syncs change nothing and make no commit.
+    let remote_head = w.git(Some(&w.remote), ["rev-parse", "refs/heads/ctxfold"]);
+    let before = (
+        Env::snapshot(&w.a.join("manifests")),
+        Env::snapshot(&w.b.join("manifests")),
+    );
+    for store in [&w.b, &w.a] {
+        let again = w.sync(store);
+        assert!(
+            again.contains(": 0 objects, 0 sessions added, 0 extended, 0 conflicts, 0 seed lines"),
+            "{again}"
+        );
+    }
+    assert_eq!(
+        w.git(Some(&w.remote), ["rev-parse", "refs/heads/ctxfold"]),
+        remote_head
+    );
+    assert_eq!(
+        (
+            Env::snapshot(&w.a.join("manifests")),
+            Env::snapshot(&w.b.join("manifests"))
+        ),
+        before
+    );
+
+    // The remote checks out with plain git, and its files are the store's bytes.
+    let checkout = w.env.path("checkout");
+    w.git(
+        None,
+        [
+            "clone",
+            "--quiet",
+            "--branch",
+            "ctxfold",
+            w.remote.to_str().unwrap(),
+            checkout.to_str().unwrap(),
+        ],
+    );
+    let some_object = &object_names(&w.a)[0];
+    let rel = format!("objects/{}/{some_object}", &some_object[..2]);
+    assert_eq!(
+        fs::read(checkout.join(&rel)).unwrap(),
+        fs::read(w.a.join(&rel)).unwrap()
+    );
+
+    // A third machine: clone gives it everything.
+    let c = w.env.path("C");
+    let cloned = w
+        .env
+        .run(
+            "ctxfold",
+            [
+                "clone",
+                w.remote.to_str().unwrap(),
+                "--store",
+                c.to_str().unwrap(),
+            ],
+        )
+        .ok();
+    assert!(
+        cloned.stdout_text().contains("added shared\n"),
+        "{}",
+        cloned.stdout_text()
+    );
+    assert_eq!(w.restored(&c, "shared"), long);
+    assert_eq!(
+        w.restored(&c, "b-only"),
+        fs::read(fixture("019c8a4c")).unwrap()
+    );
+    assert_eq!(object_names(&c), object_names(&w.a));
+    // Clone refuses a store that already holds sessions.
+    w.env
+        .run(
+            "ctxfold",
+            [
+                "clone",
+                w.remote.to_str().unwrap(),
+                "--store",
+                w.a.to_str().unwrap(),
+            ],
+        )
+        .fails(1)
+        .one_line_error("already holds sessions");
+}
+
+/// A has synced to the remote; then someone pushes a commit made by `tamper` on a checkout of it.
+/// B (holding one session of its own, sharing no object with A's) is set up and mirrored.
+fn tampered_remote(tamper: impl FnOnce(&Path, &[String])) -> World {
+    let w = World::new();
+    w.fold(&w.a, "a-only", &fixture("019c8a70"));
+    w.fold(&w.a, "other", &fixture("019b7f94"));
+    w.ctxfold(
+        &w.a,
+        &["remote", "add", "origin", w.remote.to_str().unwrap()],
+    )
+    .ok();
+    w.sync(&w.a);
+    let work = w.env.path("work");
+    w.git(
+        None,
+        [
+            "clone",
+            "--quiet",
+            "--branch",
+            "ctxfold",
+            w.remote.to_str().unwrap(),
+            work.to_str().unwrap(),
+        ],
+    );
+    tamper(&work, &object_names(&w.a));
+    let in_work = |args: &[&str]| {
+        let out = Command::new("git")
+            .env_clear()
+            .env("HOME", &w.env.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .current_dir(&work)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    in_work(&["commit", "--quiet", "-am", "tamper"]);
+    in_work(&["push", "--quiet", "origin", "ctxfold"]);
+    w.fold(&w.b, "b-only", &w.write("b.jsonl", b"{\"only\":\"B\"}\n"));
+    w.ctxfold(
+        &w.b,
+        &["remote", "add", "origin", w.remote.to_str().unwrap()],
+    )
+    .ok();
+    w.env
+        .run("ctxfold-mirror", ["--store", w.b.to_str().unwrap()])
+        .ok();
+    w
+}
+
+/// B's store files (its mirror repository aside): a refused sync must leave them as they were.
+fn store_files(store: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    Env::snapshot(store)
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with(store.join("mirror.git")))
+        .collect()
+}
+
+fn refused(w: &World, error: &str) {
+    let before = store_files(&w.b);
+    w.ctxfold(&w.b, &["sync"]).fails(1).one_line_error(error);
+    assert_eq!(
+        store_files(&w.b),
+        before,
+        "a refused sync changes nothing in the store"
+    );
+    // The remote was not touched either: it still holds the tampered commit, not B's.
+    let log = w.git(
+        Some(&w.remote),
+        ["log", "--format=%s", "refs/heads/ctxfold"],
+    );
+    assert!(log.starts_with("tamper\n"), "{log}");
+}
+
+#[test]
+fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applied() {
+    let mut victim = String::new();
+    let w = tampered_remote(|work, names| {
+        // One object holds another object's (valid zstd) bytes.
+        let path = |n: &String| work.join("objects").join(&n[..2]).join(n);
+        fs::copy(path(&names[1]), path(&names[0])).unwrap();
+        victim = names[0].strip_suffix(".zst").unwrap().to_string();
+    });
+    refused(
+        &w,
+        &format!(
+            "refused the remote's objects, nothing was applied: object {victim} is corrupt: its bytes hash to"
+        ),
+    );
+}
+
+#[test]
+fn a_remote_manifest_that_does_not_reconstruct_is_refused_and_nothing_is_applied() {
+    let w = tampered_remote(|work, _| {
+        let path = work.join("manifests/a-only.json");
+        let text = fs::read_to_string(&path).unwrap();
+        let at = text.find("\"sha256\": \"").unwrap() + 11;
+        let flipped = if &text[at..at + 1] == "0" { "1" } else { "0" };
+        fs::write(
+            &path,
+            format!("{}{flipped}{}", &text[..at], &text[at + 1..]),
+        )
+        .unwrap();
+    });
+    refused(
+        &w,
+        "refused the remote's manifests, nothing was applied: manifests/a-only.json: reconstruction gives",
+    );
+}
+
+#[test]
+fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
+    let w = World::new();
+    w.fold(&w.a, "a-only", &fixture("019c8a70"));
+    w.ctxfold(&w.a, &["sync"])
+        .fails(2)
+        .one_line_error("no remote to sync with");
+    w.ctxfold(&w.a, &["remote", "add", "one", "/one"]).ok();
+    w.ctxfold(&w.a, &["remote", "add", "two", "/two"]).ok();
+    w.ctxfold(&w.a, &["sync"])
+        .fails(2)
+        .one_line_error("none is 'origin'");
+    let listed = w
+        .ctxfold(&w.a, &["remote", "list", "--json"])
+        .ok()
+        .stdout_text();
+    assert_eq!(
+        listed,
+        "{\"name\":\"one\",\"url\":\"/one\"}\n{\"name\":\"two\",\"url\":\"/two\"}\n"
+    );
+    w.ctxfold(&w.a, &["remote", "remove", "one"]).ok();
+    w.ctxfold(&w.a, &["remote", "remove", "one"])
+        .fails(1)
+        .one_line_error("remove remote one: git exited with");
+    assert_eq!(
+        w.ctxfold(&w.a, &["remote", "list"]).ok().stdout_text(),
+        "two\t/two\n"
+    );
+    w.ctxfold(&w.a, &["sync", "nowhere"])
+        .fails(1)
+        .one_line_error("sync with nowhere: look up refs/heads/ctxfold on nowhere");
+}
