@@ -191,9 +191,36 @@ fn restore_all(env: &Env, written: &Written, originals: &[Vec<u8>]) {
     }
 }
 
-/// The agent resumes the restored work session: its own resume appends to the file.
+/// While a Codex rollout is folded away, Codex cannot resume it ("no rollout found"): so the
+/// resume after the restore shows that Codex reads the restored file. (Pi, given a missing
+/// `--session` file, starts a new session there: not tried, it would stand in the restore's way.)
+fn resume_needs_the_file(written: &Written) {
+    if written.agent.kind == Kind::Codex {
+        let (ok, output) = written.agent.try_resume(&written.work, "resume");
+        assert!(
+            !ok,
+            "Codex resumed a session whose rollout is gone:\n{output}"
+        );
+        assert!(!written.work.path.exists());
+    }
+}
+
+/// The agent resumes the restored work session: its own resume loads the history from the file
+/// (the first request of the resumed turn carries the compaction summary) and appends to it.
 fn resume_restored(written: &Written, original: &[u8]) -> Vec<u8> {
     written.agent.resume(&written.work, "resume");
+    let first = written
+        .agent
+        .mock
+        .requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains(&script::prompt("resume")))
+        .expect("a resume request");
+    assert!(
+        first.body.to_string().contains(script::SUMMARY),
+        "{:?}: the resumed turn lacks the restored history",
+        written.agent.kind
+    );
     let grown = std::fs::read(&written.work.path).unwrap();
     assert!(
         grown.len() > original.len() && grown.starts_with(original),
@@ -223,6 +250,7 @@ fn plumbing_journey(kind: Kind) {
         fold_plumbing(&env, session, false);
         std::fs::remove_file(&session.path).unwrap();
     }
+    resume_needs_the_file(&written);
     restore_all(&env, &written, &originals);
     let grown = resume_restored(&written, &originals[0]);
 

@@ -145,7 +145,7 @@ stream_max_retries = 0
     pub fn start(&self, scenario: &str) -> Session {
         let before = self.session_files();
         let prompt = script::prompt(scenario);
-        match self.kind {
+        let (ok, output) = match self.kind {
             Kind::Codex => self.run(&[
                 "exec",
                 "--skip-git-repo-check",
@@ -153,7 +153,8 @@ stream_max_retries = 0
                 &prompt,
             ]),
             Kind::Pi => self.run(&["-p", "--provider", "mock", "--model", "mock-model", &prompt]),
-        }
+        };
+        assert!(ok, "{:?} failed on {scenario}\n{output}", self.kind);
         let new: Vec<PathBuf> = self
             .session_files()
             .into_iter()
@@ -174,6 +175,17 @@ stream_max_retries = 0
 
     /// Resume `session` with the agent's own resume, running `scenario`: it appends to the file.
     pub fn resume(&self, session: &Session, scenario: &str) {
+        let (ok, output) = self.try_resume(session, scenario);
+        assert!(
+            ok,
+            "{:?} could not resume {}\n{output}",
+            self.kind,
+            session.path.display()
+        );
+    }
+
+    /// Resume, returning whether the agent succeeded, and its output.
+    pub fn try_resume(&self, session: &Session, scenario: &str) -> (bool, String) {
         let prompt = script::prompt(scenario);
         let path = session.path.to_str().unwrap();
         match self.kind {
@@ -198,8 +210,8 @@ stream_max_retries = 0
         }
     }
 
-    /// Run the agent to completion; panics with its output if it fails or hangs.
-    fn run(&self, args: &[&str]) {
+    /// Run the agent to completion: whether it succeeded, and what it printed. Panics if it hangs.
+    fn run(&self, args: &[&str]) -> (bool, String) {
         let program = match self.kind {
             Kind::Codex => &agents().codex,
             Kind::Pi => &agents().pi,
@@ -242,12 +254,10 @@ stream_max_retries = 0
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(
+        (
             status.success(),
-            "{:?} {args:?} failed: {status}\n{}",
-            self.kind,
-            output(&stdout, &stderr)
-        );
+            format!("{args:?}: {status}\n{}", output(&stdout, &stderr)),
+        )
     }
 }
 

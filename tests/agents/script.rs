@@ -19,6 +19,9 @@ pub const COMPACT_TOKENS: u64 = 38_000;
 
 pub const MARKER: &str = "ctxfold-scenario:";
 
+/// The compaction summary the mock writes.
+pub const SUMMARY: &str = "Checkpoint summary (ctxfold mock): app.py was written, broke with a ValueError and was fixed; big.log was read.";
+
 /// The file the `work` scenario writes, breaks and fixes.
 pub const APP_PY: &str = "import sys\n\n\ndef checksum(entries):\n    total = 0\n    for entry in entries:\n        total += int(entry, 16)\n    if total % 7 != 0:\n        raise ValueError(f\"ledger checksum mismatch: {total:#x} is not a multiple of 7\")\n    return total\n\n\nprint(checksum(sys.argv[1:] or [\"5eed\", \"f00d\"]))\n";
 pub const EDIT_OLD: &str = "    if total % 7 != 0:\n";
