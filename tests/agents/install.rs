@@ -49,10 +49,13 @@ fn install() -> Result<Agents, String> {
         return Ok(agents);
     }
     std::fs::create_dir_all(&cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
-    let fresh = tempfile::Builder::new()
-        .prefix(".install-")
-        .tempdir_in(&cache)
-        .map_err(|e| format!("temp folder in {}: {e}", cache.display()))?;
+    let temp = |prefix: &str| {
+        tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(&cache)
+            .map_err(|e| format!("temp folder in {}: {e}", cache.display()))
+    };
+    let (fresh, downloads) = (temp(".install-")?, temp(".npm-")?);
     eprintln!(
         "installing {CODEX_PACKAGE} and {PI_PACKAGE} with npm into {} ...",
         dir.display()
@@ -68,8 +71,9 @@ fn install() -> Result<Agents, String> {
         ])
         .arg(fresh.path())
         .args([CODEX_PACKAGE, PI_PACKAGE])
-        // npm's own download cache stays beside ours, out of the home folder.
-        .env("npm_config_cache", cache.join("npm-cache"))
+        // npm's own download cache: out of the home folder, and gone after the install (the
+        // installed folder is the cache that matters; this saves its ~250 MB of tarballs).
+        .env("npm_config_cache", downloads.path())
         .env("npm_config_update_notifier", "false")
         .output()
         .map_err(|e| {
