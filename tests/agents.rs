@@ -326,14 +326,22 @@ fn porcelain_journey(kind: Kind) {
     restore_all(&env, &written, &originals);
     let grown = resume_restored(&written, &originals[0]);
 
+    // `status --json`: {"id", "state", "path", "bytes", "folded_bytes"} per session found.
     let status = env.run("ctxfold", ["status", "--json"]).ok().stdout_text();
-    let line = status
+    let line: Value = status
         .lines()
-        .find(|l| l.contains(&written.work.id))
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["id"] == written.work.id.as_str())
         .unwrap_or_else(|| panic!("{} not in status:\n{status}", written.work.id));
-    assert!(
-        line.contains("grown"),
-        "{kind:?}: status does not show the resumed session as grown: {line}"
+    assert_eq!(
+        line["state"], "grown",
+        "{kind:?}: the resumed session: {line}"
+    );
+    assert_eq!(line["bytes"], grown.len() as u64, "{kind:?}: {line}");
+    assert_eq!(
+        line["folded_bytes"],
+        originals[0].len() as u64,
+        "{kind:?}: {line}"
     );
 
     let before = objects_bytes(&env.store);
@@ -378,14 +386,26 @@ fn porcelain_journey(kind: Kind) {
         )
         .ok()
         .stdout_text();
+    // JSON Lines: `match` records (the seeds that matched), then `span` records (the blocks
+    // pulled back, each verified against its sha256).
     let spans: Vec<Value> = spans
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["type"] == "span")
         .collect();
-    assert!(!spans.is_empty(), "{kind:?}: recall --json found nothing");
     assert!(
-        spans.iter().all(|s| s["verified"] == true),
+        !spans.is_empty(),
+        "{kind:?}: recall --json pulled back no span"
+    );
+    assert!(
+        spans.iter().all(|s| s["verified"] == "yes"),
         "{kind:?}: a recalled span is not verified: {spans:?}"
+    );
+    assert!(
+        spans.iter().any(|s| s["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(script::FAILING_ERROR))),
+        "{kind:?}: no recalled span holds the failing command's error: {spans:?}"
     );
 }
 
