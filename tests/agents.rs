@@ -30,7 +30,9 @@ use ctxfold::store::Store;
 use serde_json::Value;
 
 /// FastCDC's largest chunk under the default settings: what one gap may cost beyond its bytes.
-const MAX_CHUNK: u64 = 65_536;
+fn max_chunk() -> u64 {
+    ctxfold::segment::Settings::default().cdc_max_bytes
+}
 
 /// The sessions one agent wrote, and the agent to resume them.
 struct Written {
@@ -264,11 +266,11 @@ fn plumbing_journey(kind: Kind) {
         grown.len()
     );
     assert!(
-        new_stored < growth + MAX_CHUNK,
+        new_stored < growth + max_chunk(),
         "{kind:?}: {new_stored} new stored bytes for a growth of {growth}"
     );
     assert!(
-        new_raw <= growth + MAX_CHUNK,
+        new_raw <= growth + max_chunk(),
         "{kind:?}: {new_raw} new raw bytes for a growth of {growth}"
     );
 
@@ -350,7 +352,7 @@ fn porcelain_journey(kind: Kind) {
     let growth = (grown.len() - originals[0].len()) as u64;
     eprintln!("{kind:?}: porcelain refold: +{growth} bytes grown, {new_stored} new stored bytes");
     assert!(
-        new_stored < growth + MAX_CHUNK,
+        new_stored < growth + max_chunk(),
         "{kind:?}: {new_stored} new stored bytes for a growth of {growth}"
     );
 

@@ -104,10 +104,14 @@ fn found(dir: &Path) -> Result<Agents, String> {
         codex: bin.join("codex"),
         pi: bin.join("pi"),
     };
+    // Even `--version` may set up a config dir in the home folder: give it a throwaway one.
+    let home = tempfile::tempdir().map_err(|e| format!("temp home: {e}"))?;
     for (program, want) in [(&agents.codex, CODEX_VERSION), (&agents.pi, PI_VERSION)] {
         let out = Command::new(program)
             .arg("--version")
-            .env("HOME", dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
             .output()
             .map_err(|e| format!("{}: {e}", program.display()))?;
         // Pi prints its version on stderr.
