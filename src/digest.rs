@@ -91,11 +91,7 @@ pub struct HashingWriter<W> {
 
 impl<W: Write> HashingWriter<W> {
     pub fn new(inner: W) -> Self {
-        Self {
-            inner,
-            hasher: Sha256::new(),
-            bytes: 0,
-        }
+        Self { inner, hasher: Sha256::new(), bytes: 0 }
     }
 
     pub fn bytes(&self) -> u64 {
@@ -103,11 +99,7 @@ impl<W: Write> HashingWriter<W> {
     }
 
     pub fn finish(self) -> (W, Digest, u64) {
-        (
-            self.inner,
-            Digest(self.hasher.finalize().into()),
-            self.bytes,
-        )
+        (self.inner, Digest(self.hasher.finalize().into()), self.bytes)
     }
 }
 
@@ -140,10 +132,7 @@ mod tests {
     fn hex_round_trips_and_rejects_other_spellings() {
         let d = Digest::of(b"abc");
         let hex = d.to_string();
-        assert_eq!(
-            hex,
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert_eq!(Digest::parse(&hex), Some(d));
         assert_eq!(Digest::parse(&hex.to_uppercase()), None);
         assert_eq!(Digest::parse(&hex[..63]), None);

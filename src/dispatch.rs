@@ -45,14 +45,10 @@ fn dispatch(args: &[OsString]) -> Result<ExitCode> {
             }
             _ if text.starts_with("--exec-path=") => {
                 use std::os::unix::ffi::OsStrExt;
-                explicit = Some(PathBuf::from(OsStr::from_bytes(
-                    &arg.as_encoded_bytes()[12..],
-                )));
+                explicit = Some(PathBuf::from(OsStr::from_bytes(&arg.as_encoded_bytes()[12..])));
             }
             _ if text.starts_with('-') => {
-                return Err(Error::usage(format!(
-                    "unknown option {text}; see 'ctxfold help'"
-                )));
+                return Err(Error::usage(format!("unknown option {text}; see 'ctxfold help'")));
             }
             _ => break text.into_owned(),
         }
@@ -62,10 +58,7 @@ fn dispatch(args: &[OsString]) -> Result<ExitCode> {
         return help(&rest);
     }
     let registry = commands::registry();
-    if let Some(spec) = registry
-        .iter()
-        .find(|s| s.level == Level::Porcelain && names(&(s.command)()).contains(&command))
-    {
+    if let Some(spec) = registry.iter().find(|s| s.level == Level::Porcelain && names(&(s.command)()).contains(&command)) {
         let mut argv = vec![OsString::from(format!("ctxfold {}", spec.name))];
         argv.extend(rest);
         return Ok(cli::run_process(argv, docs::subcommand(spec), spec.run));
@@ -92,19 +85,13 @@ fn names(cmd: &clap::Command) -> Vec<String> {
 
 fn usage_exit() -> Result<ExitCode> {
     let mut err = std::io::stderr();
-    let _ = writeln!(
-        err,
-        "usage: ctxfold [--exec-path[=DIR]] <command> [<args>]\n"
-    );
+    let _ = writeln!(err, "usage: ctxfold [--exec-path[=DIR]] <command> [<args>]\n");
     let _ = write_command_list(&mut err, false);
     Ok(ExitCode::from(2))
 }
 
 fn unknown_command(command: &str, exec_path: &ExecPath) -> Error {
-    let mut known: Vec<String> = commands::registry()
-        .iter()
-        .flat_map(|s| names(&(s.command)()))
-        .collect();
+    let mut known: Vec<String> = commands::registry().iter().flat_map(|s| names(&(s.command)())).collect();
     known.extend(exec_path.extensions());
     known.push("help".into());
     let mut close: Vec<(f64, String)> = known
@@ -124,19 +111,12 @@ fn unknown_command(command: &str, exec_path: &ExecPath) -> Error {
 
 /// `ctxfold help [-a] [COMMAND]`
 fn help(args: &[OsString]) -> Result<ExitCode> {
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let all = args.iter().any(|a| a == "-a" || a == "--all");
     let named: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     let mut out = std::io::stdout().lock();
     let Some(name) = named.first() else {
-        writeln!(
-            out,
-            "usage: ctxfold [--exec-path[=DIR]] <command> [<args>]\n"
-        )
-        .map_err(crate::error::write_failed)?;
+        writeln!(out, "usage: ctxfold [--exec-path[=DIR]] <command> [<args>]\n").map_err(crate::error::write_failed)?;
         write_command_list(&mut out, all)?;
         return Ok(ExitCode::SUCCESS);
     };
@@ -145,10 +125,7 @@ fn help(args: &[OsString]) -> Result<ExitCode> {
         docs::dispatcher_command()
     } else {
         let registry = commands::registry();
-        match registry
-            .iter()
-            .find(|s| names(&(s.command)()).iter().any(|n| n == name))
-        {
+        match registry.iter().find(|s| names(&(s.command)()).iter().any(|n| n == name)) {
             Some(spec) => (spec.command)(),
             None => return Err(unknown_command(name, &ExecPath::new(None))),
         }
@@ -166,12 +143,8 @@ fn show_man_page(cmd: &clap::Command) -> Result<bool> {
         return Ok(false);
     };
     let page = docs::render_man(cmd.clone());
-    let mut file = tempfile::Builder::new()
-        .suffix(".1")
-        .tempfile()
-        .map_err(|e| Error::io("create a temp file", e))?;
-    file.write_all(&page)
-        .map_err(|e| Error::io("write a temp file", e))?;
+    let mut file = tempfile::Builder::new().suffix(".1").tempfile().map_err(|e| Error::io("create a temp file", e))?;
+    file.write_all(&page).map_err(|e| Error::io("write a temp file", e))?;
     let status = std::process::Command::new(man)
         .arg("-l")
         .arg(file.path())
@@ -192,10 +165,7 @@ fn write_command_list(out: &mut dyn Write, all: bool) -> Result<()> {
             text.push_str(&format!("   {:<16}{}\n", spec.name, spec.summary()));
         }
         let extensions = ExecPath::new(None).extensions();
-        let extensions: Vec<_> = extensions
-            .iter()
-            .filter(|e| !registry.iter().any(|s| &s.name == *e))
-            .collect();
+        let extensions: Vec<_> = extensions.iter().filter(|e| !registry.iter().any(|s| &s.name == *e)).collect();
         if !extensions.is_empty() {
             text.push_str("\nFound on the exec path and $PATH:\n");
             for name in extensions {
@@ -205,8 +175,7 @@ fn write_command_list(out: &mut dyn Write, all: bool) -> Result<()> {
     } else {
         text.push_str("\n'ctxfold help -a' lists the plumbing too; 'ctxfold help <command>' shows its manual.\n");
     }
-    out.write_all(text.as_bytes())
-        .map_err(crate::error::write_failed)
+    out.write_all(text.as_bytes()).map_err(crate::error::write_failed)
 }
 
 /// Where `ctxfold-<name>` programs are looked for, in order.
@@ -217,17 +186,10 @@ struct ExecPath {
 impl ExecPath {
     fn new(explicit: Option<PathBuf>) -> Self {
         let mut dirs = Vec::new();
-        if let Some(dir) = explicit.or_else(|| {
-            std::env::var_os("CTXFOLD_EXEC_PATH")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        }) {
+        if let Some(dir) = explicit.or_else(|| std::env::var_os("CTXFOLD_EXEC_PATH").filter(|v| !v.is_empty()).map(PathBuf::from)) {
             dirs.push(dir);
         }
-        if let Some(own) = std::env::current_exe()
-            .ok()
-            .and_then(|p| p.parent().map(Path::to_path_buf))
-        {
+        if let Some(own) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
             dirs.push(own.join("../libexec/ctxfold"));
             dirs.push(own);
         }
@@ -239,22 +201,13 @@ impl ExecPath {
 
     /// The directory plumbing comes from: the first candidate before $PATH that exists.
     fn plumbing_dir(&self) -> PathBuf {
-        let path_dirs = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).count())
-            .unwrap_or(0);
+        let path_dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).count()).unwrap_or(0);
         let own = &self.dirs[..self.dirs.len() - path_dirs];
-        own.iter()
-            .find(|d| d.is_dir())
-            .or(own.last())
-            .cloned()
-            .unwrap_or_default()
+        own.iter().find(|d| d.is_dir()).or(own.last()).cloned().unwrap_or_default()
     }
 
     fn find(&self, program: &str) -> Option<PathBuf> {
-        self.dirs
-            .iter()
-            .map(|d| d.join(program))
-            .find(|p| is_executable(p))
+        self.dirs.iter().map(|d| d.join(program)).find(|p| is_executable(p))
     }
 
     /// Names of every `ctxfold-<name>` program on the path.
@@ -266,12 +219,7 @@ impl ExecPath {
             .flatten()
             .filter_map(|e| e.ok())
             .filter(|e| is_executable(&e.path()))
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()?
-                    .strip_prefix("ctxfold-")
-                    .map(str::to_string)
-            })
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("ctxfold-").map(str::to_string))
             .collect();
         found.sort();
         found.dedup();
@@ -281,12 +229,9 @@ impl ExecPath {
 
 fn search_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| is_executable(p))
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| is_executable(p))
 }
 
 fn is_executable(path: &Path) -> bool {
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -30,27 +30,15 @@ pub struct Error {
 
 impl Error {
     pub fn usage(message: impl Into<String>) -> Self {
-        Self {
-            kind: Kind::Usage,
-            message: message.into(),
-            source: None,
-        }
+        Self { kind: Kind::Usage, message: message.into(), source: None }
     }
 
     pub fn failed(message: impl Into<String>) -> Self {
-        Self {
-            kind: Kind::Failed,
-            message: message.into(),
-            source: None,
-        }
+        Self { kind: Kind::Failed, message: message.into(), source: None }
     }
 
     pub fn io(message: impl Into<String>, source: io::Error) -> Self {
-        Self {
-            kind: Kind::Io,
-            message: message.into(),
-            source: Some(source),
-        }
+        Self { kind: Kind::Io, message: message.into(), source: Some(source) }
     }
 
     pub fn kind(&self) -> Kind {
@@ -59,9 +47,7 @@ impl Error {
 
     /// True when the reader of our stdout went away (`ctxfold ls | head`): not an error.
     pub fn is_broken_pipe(&self) -> bool {
-        self.source
-            .as_ref()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+        self.source.as_ref().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
     }
 
     /// The documented table: 0 success, 1 a negative answer or a failure, 2 bad usage.

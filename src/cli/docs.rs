@@ -51,19 +51,14 @@ pub fn dispatcher_command() -> clap::Command {
 
 /// A registry entry as a subcommand of `ctxfold` (`ctxfold-split` → `split`).
 pub fn subcommand(spec: &Spec) -> clap::Command {
-    (spec.command)()
-        .name(spec.name.clone())
-        .bin_name(format!("ctxfold {}", spec.name))
+    (spec.command)().name(spec.name.clone()).bin_name(format!("ctxfold {}", spec.name))
 }
 
 /// Every man page: `(file name, roff)`.
 pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     let mut pages = vec![("ctxfold.1".to_string(), render_man(dispatcher_command()))];
     for spec in commands::registry() {
-        pages.push((
-            format!("ctxfold-{}.1", spec.name),
-            render_man((spec.command)()),
-        ));
+        pages.push((format!("ctxfold-{}.1", spec.name), render_man((spec.command)())));
     }
     pages
 }
@@ -71,28 +66,19 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
 pub fn render_man(cmd: clap::Command) -> Vec<u8> {
     let mut cmd = cmd;
     cmd.build();
-    let man = Man::new(cmd.clone())
-        .date("")
-        .source(format!("ctxfold {}", env!("CARGO_PKG_VERSION")));
+    let man = Man::new(cmd.clone()).date("").source(format!("ctxfold {}", env!("CARGO_PKG_VERSION")));
     let mut out = Vec::new();
     man.render_title(&mut out).expect("render to memory");
     man.render_name_section(&mut out).expect("render to memory");
-    man.render_synopsis_section(&mut out)
-        .expect("render to memory");
-    man.render_description_section(&mut out)
-        .expect("render to memory");
+    man.render_synopsis_section(&mut out).expect("render to memory");
+    man.render_description_section(&mut out).expect("render to memory");
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
-        man.render_options_section(&mut out)
-            .expect("render to memory");
+        man.render_options_section(&mut out).expect("render to memory");
     }
     if cmd.has_subcommands() {
-        man.render_subcommands_section(&mut out)
-            .expect("render to memory");
+        man.render_subcommands_section(&mut out).expect("render to memory");
     }
-    let exit = cmd
-        .get_after_long_help()
-        .map(|h| h.to_string())
-        .unwrap_or_else(|| EXIT_STATUS.to_string());
+    let exit = cmd.get_after_long_help().map(|h| h.to_string()).unwrap_or_else(|| EXIT_STATUS.to_string());
     writeln!(out, ".SH \"EXIT STATUS\"").expect("render to memory");
     for paragraph in exit.split("\n\n") {
         writeln!(out, ".PP\n{}", roff_text(paragraph)).expect("render to memory");
@@ -105,11 +91,7 @@ fn roff_text(text: &str) -> String {
     text.lines()
         .map(|line| {
             let line = line.replace('\\', "\\e");
-            if line.starts_with(['.', '\'']) {
-                format!("\\&{line}")
-            } else {
-                line
-            }
+            if line.starts_with(['.', '\'']) { format!("\\&{line}") } else { line }
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -119,12 +101,7 @@ fn roff_text(text: &str) -> String {
 /// each plumbing binary (which people also call directly).
 pub fn completions() -> Vec<(String, Vec<u8>)> {
     let mut commands = vec![dispatcher_command()];
-    commands.extend(
-        commands::registry()
-            .iter()
-            .filter(|s| s.level == Level::Plumbing)
-            .map(|s| (s.command)()),
-    );
+    commands.extend(commands::registry().iter().filter(|s| s.level == Level::Plumbing).map(|s| (s.command)()));
     let mut files = Vec::new();
     for cmd in commands {
         let name = cmd.get_name().to_string();

@@ -54,23 +54,12 @@ pub struct Spec {
 impl Spec {
     pub fn of<C: Command>(level: Level) -> Self {
         let full = C::command().get_name().to_string();
-        let name = full
-            .strip_prefix("ctxfold-")
-            .expect("commands are named ctxfold-<name>")
-            .to_string();
-        Self {
-            name,
-            level,
-            command: C::command,
-            run: run_matches::<C>,
-        }
+        let name = full.strip_prefix("ctxfold-").expect("commands are named ctxfold-<name>").to_string();
+        Self { name, level, command: C::command, run: run_matches::<C> }
     }
 
     pub fn summary(&self) -> String {
-        (self.command)()
-            .get_about()
-            .map(|a| a.to_string())
-            .unwrap_or_default()
+        (self.command)().get_about().map(|a| a.to_string()).unwrap_or_default()
     }
 }
 
@@ -92,11 +81,7 @@ impl StoreArgs {
         if let Some(dir) = &self.store {
             return Ok(dir.clone());
         }
-        let env = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        let env = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         if let Some(dir) = env("CTXFOLD_STORE") {
             return Ok(dir);
         }
@@ -105,9 +90,7 @@ impl StoreArgs {
         }
         match env("HOME") {
             Some(home) => Ok(home.join(".local/share/ctxfold")),
-            None => Err(Error::usage(
-                "no store: pass --store or set CTXFOLD_STORE or HOME",
-            )),
+            None => Err(Error::usage("no store: pass --store or set CTXFOLD_STORE or HOME")),
         }
     }
 
@@ -128,11 +111,7 @@ a refusal) or an error from the system; 2 on bad usage. A closed stdout (a broke
 
 /// `main` of a plumbing binary: parse, run against the process's streams, report, exit.
 pub fn main<C: Command>() -> ExitCode {
-    run_process(
-        std::env::args_os().collect(),
-        C::command(),
-        run_matches::<C>,
-    )
+    run_process(std::env::args_os().collect(), C::command(), run_matches::<C>)
 }
 
 /// Parse `args` with `command`, run, and turn the outcome into stderr text and an exit code.
@@ -141,10 +120,7 @@ pub fn run_process(
     command: clap::Command,
     run: fn(&ArgMatches, &mut Io<'_>) -> Result<Status>,
 ) -> ExitCode {
-    let program = command
-        .get_bin_name()
-        .unwrap_or(command.get_name())
-        .to_string();
+    let program = command.get_bin_name().unwrap_or(command.get_name()).to_string();
     let matches = match command.try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => {
@@ -158,15 +134,7 @@ pub fn run_process(
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
     let err_is_terminal = err.is_terminal();
-    let result = run(
-        &matches,
-        &mut Io {
-            out: &mut out,
-            err: &mut err,
-            stdin: &mut stdin,
-            err_is_terminal,
-        },
-    );
+    let result = run(&matches, &mut Io { out: &mut out, err: &mut err, stdin: &mut stdin, err_is_terminal });
     // Flush what was written even after a failure; only a successful run reports a failed flush.
     let flushed = out.flush().map_err(crate::error::write_failed);
     exit_for(&program, result.and_then(|status| flushed.map(|()| status)))

@@ -51,11 +51,8 @@ impl Command for CatObjectArgs {
             return batch(&store, self.batch, io);
         }
         let name = self.object.expect("clap requires an object here");
-        let digest = Digest::parse(&name).ok_or_else(|| {
-            Error::usage(format!(
-                "not an object name (64 lowercase hex digits): {name:?}"
-            ))
-        })?;
+        let digest = Digest::parse(&name)
+            .ok_or_else(|| Error::usage(format!("not an object name (64 lowercase hex digits): {name:?}")))?;
         let size = match store.object_stored_bytes(&digest)? {
             None if self.exists => return Ok(Status::Negative),
             None => return Err(Error::failed(format!("object {digest} is missing"))),
@@ -74,12 +71,7 @@ fn batch(store: &Store, contents: bool, io: &mut Io<'_>) -> Result<Status> {
     let mut line = String::new();
     loop {
         line.clear();
-        if io
-            .stdin
-            .read_line(&mut line)
-            .context(|| "read stdin".into())?
-            == 0
-        {
+        if io.stdin.read_line(&mut line).context(|| "read stdin".into())? == 0 {
             return Ok(Status::Success);
         }
         let name = line.trim_end_matches(['\n', '\r']);

@@ -40,23 +40,14 @@ pub struct HashObjectArgs {
 impl Command for HashObjectArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         if !self.stdin && !self.stdin_paths && self.files.is_empty() {
-            return Err(Error::usage(
-                "nothing to hash: name files, or use --stdin or --stdin-paths",
-            ));
+            return Err(Error::usage("nothing to hash: name files, or use --stdin or --stdin-paths"));
         }
-        let store = if self.write {
-            Some(self.store.init()?)
-        } else {
-            None
-        };
+        let store = if self.write { Some(self.store.init()?) } else { None };
         let _lock = match &store {
             Some(store) => Some(store.lock(Mode::Shared, || ())?),
             None => None,
         };
-        let hasher = Hasher {
-            store: store.as_ref(),
-            level: self.level.level,
-        };
+        let hasher = Hasher { store: store.as_ref(), level: self.level.level };
         if self.stdin {
             let digest = hasher.hash(&mut io.stdin, Path::new("<stdin>"))?;
             emit(io.out, digest)?;
@@ -65,12 +56,7 @@ impl Command for HashObjectArgs {
             let mut line = Vec::new();
             loop {
                 line.clear();
-                if io
-                    .stdin
-                    .read_until(b'\n', &mut line)
-                    .context(|| "read stdin".into())?
-                    == 0
-                {
+                if io.stdin.read_until(b'\n', &mut line).context(|| "read stdin".into())? == 0 {
                     break;
                 }
                 let path = path_from_line(&line);

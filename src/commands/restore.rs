@@ -33,9 +33,7 @@ impl Command for RestoreArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
         let manifest = store.load_manifest(&self.session)?;
-        let target = self
-            .to
-            .unwrap_or_else(|| PathBuf::from(&manifest.session.rollout_path));
+        let target = self.to.unwrap_or_else(|| PathBuf::from(&manifest.session.rollout_path));
         restore_file(&store, &manifest, &target, self.overwrite)
             .map_err(|e| e.context(format_args!("restore {}", self.session)))?;
         emit(io.out, target.display())?;

@@ -43,11 +43,7 @@ pub struct SplitArgs {
 impl Command for SplitArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let settings = self.settings.settings()?;
-        let store = if self.write {
-            Some(self.store.init()?)
-        } else {
-            None
-        };
+        let store = if self.write { Some(self.store.init()?) } else { None };
         let _lock = match &store {
             Some(store) => Some(store.lock(LockMode::Shared, || ())?),
             None => None,
@@ -63,16 +59,11 @@ impl Command for SplitArgs {
             } else {
                 // Without --write the stored size is unknown: leave it out rather than lie.
                 let mut value = serde_json::to_value(&part).expect("parts serialize");
-                value["object"]
-                    .as_object_mut()
-                    .expect("object")
-                    .remove("stored_bytes");
+                value["object"].as_object_mut().expect("object").remove("stored_bytes");
                 serde_json::to_vec(&value)
             }
             .expect("parts serialize");
-            out.write_all(&line)
-                .and_then(|()| out.write_all(b"\n"))
-                .map_err(write_failed)
+            out.write_all(&line).and_then(|()| out.write_all(b"\n")).map_err(write_failed)
         });
         let what = self.file.display().to_string();
         if self.file.as_os_str() == "-" {

@@ -89,11 +89,7 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
     loop {
         line.clear();
         number += 1;
-        if input
-            .read_line(&mut line)
-            .context(|| "read parts from stdin".into())?
-            == 0
-        {
+        if input.read_line(&mut line).context(|| "read parts from stdin".into())? == 0 {
             return Ok(parts);
         }
         if line.trim().is_empty() {
@@ -101,15 +97,9 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
         }
         let mut part: Part = serde_json::from_str(&line)
             .map_err(|e| Error::failed(format!("stdin line {number}: not a part: {e}")))?;
-        part.object.stored_bytes =
-            store
-                .object_stored_bytes(&part.object.sha256)?
-                .ok_or_else(|| {
-                    Error::failed(format!(
-                        "stdin line {number}: object {} is not in the store; nothing committed",
-                        part.object.sha256
-                    ))
-                })?;
+        part.object.stored_bytes = store.object_stored_bytes(&part.object.sha256)?.ok_or_else(|| {
+            Error::failed(format!("stdin line {number}: object {} is not in the store; nothing committed", part.object.sha256))
+        })?;
         parts.push(part);
     }
 }
@@ -117,10 +107,8 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
 /// Manifests hold paths as JSON strings: an absolute, UTF-8 path.
 pub fn absolute_utf8(path: &Path) -> Result<String> {
     let absolute = std::path::absolute(path).with_path("resolve", path)?;
-    absolute.into_os_string().into_string().map_err(|p| {
-        Error::failed(format!(
-            "{}: a path that is not UTF-8 cannot be recorded in a manifest",
-            p.display()
-        ))
-    })
+    absolute
+        .into_os_string()
+        .into_string()
+        .map_err(|p| Error::failed(format!("{}: a path that is not UTF-8 cannot be recorded in a manifest", p.display())))
 }

@@ -30,11 +30,7 @@ impl GapChunker {
     }
 
     /// Add residual bytes; emit every chunk whose end is already decided.
-    pub fn push<E>(
-        &mut self,
-        bytes: &[u8],
-        emit: &mut impl FnMut(&[u8]) -> Result<(), E>,
-    ) -> Result<(), E> {
+    pub fn push<E>(&mut self, bytes: &[u8], emit: &mut impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
         self.pending.extend_from_slice(bytes);
         while self.pending.len() - self.start >= self.max {
             self.emit_one(emit)?;
@@ -59,16 +55,7 @@ impl GapChunker {
     fn emit_one<E>(&mut self, emit: &mut impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
         let rest = &self.pending[self.start..];
         let (mask_s, mask_l) = self.masks;
-        let (_, len) = cut(
-            rest,
-            self.min,
-            self.avg,
-            self.max,
-            mask_s,
-            mask_l,
-            mask_s << 1,
-            mask_l << 1,
-        );
+        let (_, len) = cut(rest, self.min, self.avg, self.max, mask_s, mask_l, mask_s << 1, mask_l << 1);
         let len = len.max(1).min(rest.len());
         emit(&rest[..len])?;
         self.start += len;
@@ -116,9 +103,7 @@ mod tests {
     #[test]
     fn streaming_gives_the_cut_points_of_one_whole_pass() {
         let data = noise(1_000_000, 7);
-        let whole: Vec<usize> = FastCDC::new(&data, 4096, 16384, 65536)
-            .map(|c| c.length)
-            .collect();
+        let whole: Vec<usize> = FastCDC::new(&data, 4096, 16384, 65536).map(|c| c.length).collect();
         assert_eq!(chunk_lengths(&data, &[1_000_000]), whole);
         assert_eq!(chunk_lengths(&data, &[1]), whole);
         assert_eq!(chunk_lengths(&data, &[7, 70_000, 333]), whole);
@@ -134,16 +119,12 @@ mod tests {
     }
 
     const GOLDEN: &[usize] = &[
-        17111, 23075, 13908, 32265, 17243, 24790, 24058, 20300, 20721, 20906, 18289, 21022, 16534,
-        5789, 10274, 13715,
+        17111, 23075, 13908, 32265, 17243, 24790, 24058, 20300, 20721, 20906, 18289, 21022, 16534, 5789, 10274, 13715,
     ];
 
     #[test]
     fn zeros_cut_at_max_and_short_gaps_are_one_chunk() {
-        assert_eq!(
-            chunk_lengths(&vec![0u8; 150_000], &[4096]),
-            vec![65536, 65536, 18928]
-        );
+        assert_eq!(chunk_lengths(&vec![0u8; 150_000], &[4096]), vec![65536, 65536, 18928]);
         assert_eq!(chunk_lengths(b"short", &[5]), vec![5]);
         assert_eq!(chunk_lengths(b"", &[1]), Vec::<usize>::new());
     }

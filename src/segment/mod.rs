@@ -59,29 +59,12 @@ impl Settings {
 
     /// What a writer needs: sizes FastCDC v2020 accepts (even, within its bounds, min ≤ avg ≤ max).
     pub fn check_writable(&self) -> Result<()> {
-        use fastcdc::v2020::{
-            AVERAGE_MAX, AVERAGE_MIN, MAXIMUM_MAX, MAXIMUM_MIN, MINIMUM_MAX, MINIMUM_MIN,
-        };
+        use fastcdc::v2020::{AVERAGE_MAX, AVERAGE_MIN, MAXIMUM_MAX, MAXIMUM_MIN, MINIMUM_MAX, MINIMUM_MIN};
         self.check_readable()?;
         let sizes = [
-            (
-                "cdc_min_bytes",
-                self.cdc_min_bytes,
-                MINIMUM_MIN,
-                MINIMUM_MAX,
-            ),
-            (
-                "cdc_average_bytes",
-                self.cdc_average_bytes,
-                AVERAGE_MIN,
-                AVERAGE_MAX,
-            ),
-            (
-                "cdc_max_bytes",
-                self.cdc_max_bytes,
-                MAXIMUM_MIN,
-                MAXIMUM_MAX,
-            ),
+            ("cdc_min_bytes", self.cdc_min_bytes, MINIMUM_MIN, MINIMUM_MAX),
+            ("cdc_average_bytes", self.cdc_average_bytes, AVERAGE_MIN, AVERAGE_MAX),
+            ("cdc_max_bytes", self.cdc_max_bytes, MAXIMUM_MIN, MAXIMUM_MAX),
         ];
         for (name, value, low, high) in sizes {
             if value % 2 != 0 || value < low as u64 || value > high as u64 {
@@ -90,17 +73,11 @@ impl Settings {
                 )));
             }
         }
-        if !(self.cdc_min_bytes <= self.cdc_average_bytes
-            && self.cdc_average_bytes <= self.cdc_max_bytes)
-        {
-            return Err(Error::usage(
-                "the CDC sizes must satisfy min <= average <= max",
-            ));
+        if !(self.cdc_min_bytes <= self.cdc_average_bytes && self.cdc_average_bytes <= self.cdc_max_bytes) {
+            return Err(Error::usage("the CDC sizes must satisfy min <= average <= max"));
         }
         if self.field_threshold == 0 || self.max_json_line_bytes == 0 {
-            return Err(Error::usage(
-                "field_threshold and max_json_line_bytes must be positive",
-            ));
+            return Err(Error::usage("field_threshold and max_json_line_bytes must be positive"));
         }
         Ok(())
     }
@@ -111,9 +88,7 @@ impl Settings {
 pub enum PartKind<'a> {
     Residual,
     /// `json_path` is `None` for a line that is one bare string.
-    Field {
-        json_path: Option<&'a str>,
-    },
+    Field { json_path: Option<&'a str> },
 }
 
 /// Where parts go, in order.
@@ -129,12 +104,7 @@ pub struct Summary {
 }
 
 /// Segment everything `input` yields into `sink`. Read errors name `what`.
-pub fn segment(
-    settings: &Settings,
-    input: &mut dyn BufRead,
-    what: &str,
-    sink: &mut dyn PartSink,
-) -> Result<Summary> {
+pub fn segment(settings: &Settings, input: &mut dyn BufRead, what: &str, sink: &mut dyn PartSink) -> Result<Summary> {
     settings.check_writable()?;
     let mut segmenter = Segmenter::new(settings, sink);
     let mut hasher = crate::digest::HashingWriter::new(io::sink());
@@ -220,8 +190,7 @@ impl<'s> Segmenter<'s> {
     fn finish(&mut self) -> Result<()> {
         self.end_line()?;
         let sink = &mut *self.sink;
-        self.chunker
-            .flush(&mut |c: &[u8]| sink.part(PartKind::Residual, c))
+        self.chunker.flush(&mut |c: &[u8]| sink.part(PartKind::Residual, c))
     }
 
     fn end_line(&mut self) -> Result<()> {
@@ -250,11 +219,8 @@ impl<'s> Segmenter<'s> {
         for field in fields.iter() {
             self.residual(&line[at..field.start])?;
             let sink = &mut *self.sink;
-            self.chunker
-                .flush(&mut |c: &[u8]| sink.part(PartKind::Residual, c))?;
-            let kind = PartKind::Field {
-                json_path: field.json_path.as_deref(),
-            };
+            self.chunker.flush(&mut |c: &[u8]| sink.part(PartKind::Residual, c))?;
+            let kind = PartKind::Field { json_path: field.json_path.as_deref() };
             self.sink.part(kind, &line[field.start..field.end])?;
             at = field.end;
         }
@@ -266,8 +232,7 @@ impl<'s> Segmenter<'s> {
             return Ok(());
         }
         let sink = &mut *self.sink;
-        self.chunker
-            .push(bytes, &mut |c: &[u8]| sink.part(PartKind::Residual, c))
+        self.chunker.push(bytes, &mut |c: &[u8]| sink.part(PartKind::Residual, c))
     }
 }
 
@@ -302,21 +267,14 @@ mod tests {
     }
 
     fn small() -> Settings {
-        Settings {
-            field_threshold: 10,
-            ..Settings::default()
-        }
+        Settings { field_threshold: 10, ..Settings::default() }
     }
 
     #[test]
     fn large_strings_become_fields_and_the_rest_residual() {
         let input = b"{\"a\":\"0123456789\",\"b\":\"short\"}\n[\"0123456789abc\"]\n";
         let parts = split(&small(), input);
-        let kinds: Vec<_> = parts
-            .0
-            .iter()
-            .map(|p| (p.0.clone(), String::from_utf8_lossy(&p.1).into_owned()))
-            .collect();
+        let kinds: Vec<_> = parts.0.iter().map(|p| (p.0.clone(), String::from_utf8_lossy(&p.1).into_owned())).collect();
         assert_eq!(
             kinds,
             vec![
@@ -339,11 +297,7 @@ mod tests {
             b"\xff\xfe\n\n\n",
         ] {
             let parts = split(&small(), input);
-            assert!(
-                parts.0.iter().all(|p| p.0.is_none()),
-                "{:?}",
-                String::from_utf8_lossy(input)
-            );
+            assert!(parts.0.iter().all(|p| p.0.is_none()), "{:?}", String::from_utf8_lossy(input));
         }
     }
 
@@ -364,22 +318,9 @@ mod tests {
     fn the_line_limit_counts_the_newline_and_exactly_the_limit_is_parsed() {
         let line = b"{\"a\":\"0123456789\"}\n";
         let len = line.len() as u64;
-        let at_limit = Settings {
-            max_json_line_bytes: len,
-            ..small()
-        };
-        assert_eq!(
-            split(&at_limit, line)
-                .0
-                .iter()
-                .filter(|p| p.0.is_some())
-                .count(),
-            1
-        );
-        let below = Settings {
-            max_json_line_bytes: len - 1,
-            ..small()
-        };
+        let at_limit = Settings { max_json_line_bytes: len, ..small() };
+        assert_eq!(split(&at_limit, line).0.iter().filter(|p| p.0.is_some()).count(), 1);
+        let below = Settings { max_json_line_bytes: len - 1, ..small() };
         assert!(split(&below, line).0.iter().all(|p| p.0.is_none()));
         // The next line is parsed again after an overlong one.
         let two = [&line[..], &line[..8], b"\n", &line[..]].concat();
@@ -390,30 +331,18 @@ mod tests {
     #[test]
     fn residual_bytes_are_one_stream_across_lines() {
         // Many small lines, no fields: cut by CDC, not at line ends.
-        let input: Vec<u8> = (0..20_000)
-            .flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes())
-            .collect();
+        let input: Vec<u8> = (0..20_000).flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes()).collect();
         let parts = split(&Settings::default(), &input);
         assert!(parts.0.len() < 20, "{} parts", parts.0.len());
     }
 
     #[test]
     fn settings_outside_fastcdc_bounds_are_refused() {
-        let odd = Settings {
-            cdc_min_bytes: 4097,
-            ..Settings::default()
-        };
+        let odd = Settings { cdc_min_bytes: 4097, ..Settings::default() };
         assert!(odd.check_writable().is_err());
-        let inverted = Settings {
-            cdc_min_bytes: 65536,
-            cdc_max_bytes: 4096,
-            ..Settings::default()
-        };
+        let inverted = Settings { cdc_min_bytes: 65536, cdc_max_bytes: 4096, ..Settings::default() };
         assert!(inverted.check_writable().is_err());
-        let other = Settings {
-            compression: "lz4".into(),
-            ..Settings::default()
-        };
+        let other = Settings { compression: "lz4".into(), ..Settings::default() };
         assert!(other.check_readable().is_err());
     }
 }

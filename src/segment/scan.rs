@@ -21,12 +21,8 @@ pub struct Field {
 
 enum Frame {
     /// Inside an object; the raw span (quotes included) of the key whose value comes next.
-    Object {
-        key: (usize, usize),
-    },
-    Array {
-        index: u64,
-    },
+    Object { key: (usize, usize) },
+    Array { index: u64 },
 }
 
 /// Reusable scanner state, so scanning millions of lines allocates nothing per line.
@@ -49,12 +45,7 @@ impl Scanner {
         ok
     }
 
-    fn scan_value_stream(
-        &mut self,
-        b: &[u8],
-        threshold: u64,
-        fields: &mut Vec<Field>,
-    ) -> Option<()> {
+    fn scan_value_stream(&mut self, b: &[u8], threshold: u64, fields: &mut Vec<Field>) -> Option<()> {
         let mut i = skip_ws(b, 0);
         'value: loop {
             // A value starts at i.
@@ -84,11 +75,7 @@ impl Scanner {
                     let end = string_end(b, i)?;
                     if (end - i) as u64 >= threshold {
                         let json_path = (!self.stack.is_empty()).then(|| self.pointer(b));
-                        fields.push(Field {
-                            start: i,
-                            end,
-                            json_path,
-                        });
+                        fields.push(Field { start: i, end, json_path });
                     }
                     i = end;
                 }
@@ -169,9 +156,7 @@ fn expect(b: &[u8], i: usize, want: u8) -> Option<usize> {
 }
 
 fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
-    b.get(i..i + word.len())
-        .filter(|w| *w == word)
-        .map(|_| i + word.len())
+    b.get(i..i + word.len()).filter(|w| *w == word).map(|_| i + word.len())
 }
 
 /// The end (exclusive, past the closing quote) of the string token starting at `b[i] == '"'`.
@@ -283,9 +268,7 @@ fn decode_escape(raw: &[u8], i: usize) -> (char, usize) {
 }
 
 fn hex4(h: &[u8]) -> u32 {
-    h.iter().fold(0, |acc, &c| {
-        (acc << 4) | (c as char).to_digit(16).unwrap_or(0)
-    })
+    h.iter().fold(0, |acc, &c| (acc << 4) | (c as char).to_digit(16).unwrap_or(0))
 }
 
 fn push_lossy_per_byte(out: &mut String, mut bytes: &[u8]) {
@@ -308,13 +291,11 @@ mod tests {
 
     fn fields(line: &str, threshold: u64) -> Option<Vec<(String, Option<String>)>> {
         let mut out = Vec::new();
-        Scanner::default()
-            .scan(line.as_bytes(), threshold, &mut out)
-            .then(|| {
-                out.iter()
-                    .map(|f| (line[f.start..f.end].to_string(), f.json_path.clone()))
-                    .collect()
-            })
+        Scanner::default().scan(line.as_bytes(), threshold, &mut out).then(|| {
+            out.iter()
+                .map(|f| (line[f.start..f.end].to_string(), f.json_path.clone()))
+                .collect()
+        })
     }
 
     fn valid(line: &[u8]) -> bool {
@@ -330,8 +311,8 @@ mod tests {
             b"  [1, -0.5e+3, true, false, null, \"x\"]  \n",
             b"\"bare\"",
             b"0",
-            b"{\"a\":\"\\ud800\"}",  // lone surrogate escape
-            b"{\"a\":\"\xff\xfe\"}", // invalid UTF-8 inside a string
+            b"{\"a\":\"\\ud800\"}",        // lone surrogate escape
+            b"{\"a\":\"\xff\xfe\"}",       // invalid UTF-8 inside a string
             b"{\"\xff\":1}",
         ] {
             assert!(valid(line), "{:?}", String::from_utf8_lossy(line));
@@ -346,13 +327,13 @@ mod tests {
             &b""[..],
             b"\n",
             b"   \n",
-            b"\xef\xbb\xbf{}", // BOM
+            b"\xef\xbb\xbf{}",      // BOM
             b"NaN",
             b"[1,]",
             b"{\"a\":1,}",
-            b"{} {}", // two values on a line
+            b"{} {}",               // two values on a line
             b"{\"a\":1}{\"b\":2}\n",
-            b"\"tab\tinside\"", // control character
+            b"\"tab\tinside\"",      // control character
             b"{\"a\" 1}",
             b"01",
             b"1.",
@@ -377,10 +358,7 @@ mod tests {
         assert_eq!(fields(r#"{"k":"abc"}"#, 6).unwrap(), vec![]);
         assert_eq!(fields(r#"{"k":"abc"}"#, 5).unwrap().len(), 1);
         assert_eq!(fields(r#"{"k":"abc"}"#, 4).unwrap().len(), 1);
-        assert_eq!(
-            fields(r#"{"k":"a\"c"}"#, 6).unwrap(),
-            vec![(r#""a\"c""#.into(), Some("/k".into()))]
-        );
+        assert_eq!(fields(r#"{"k":"a\"c"}"#, 6).unwrap(), vec![(r#""a\"c""#.into(), Some("/k".into()))]);
     }
 
     #[test]
@@ -393,20 +371,10 @@ mod tests {
     #[test]
     fn pointers_follow_rfc_6901() {
         let line = r#"{"a":[{"b":"xxxxxx"}],"t~/s":"yyyyyy","":"zzzzzz","é":["wwwwww"],"e\u00e9":"vvvvvv"}"#;
-        let paths: Vec<_> = fields(line, 8)
-            .unwrap()
-            .into_iter()
-            .map(|f| f.1.unwrap())
-            .collect();
+        let paths: Vec<_> = fields(line, 8).unwrap().into_iter().map(|f| f.1.unwrap()).collect();
         assert_eq!(paths, ["/a/0/b", "/t~0~1s", "/", "/é/0", "/eé"]);
-        assert_eq!(
-            fields(r#""xxxxxxxx""#, 4).unwrap(),
-            vec![(r#""xxxxxxxx""#.into(), None)]
-        );
-        assert_eq!(
-            fields(r#"["aaaa","bbbb"]"#, 4).unwrap()[1].1.as_deref(),
-            Some("/1")
-        );
+        assert_eq!(fields(r#""xxxxxxxx""#, 4).unwrap(), vec![(r#""xxxxxxxx""#.into(), None)]);
+        assert_eq!(fields(r#"["aaaa","bbbb"]"#, 4).unwrap()[1].1.as_deref(), Some("/1"));
     }
 
     #[test]
@@ -414,10 +382,7 @@ mod tests {
         assert_eq!(decode_string(br"\ud83d\ude00"), "😀");
         assert_eq!(decode_string(br"\ud83dx"), "\u{FFFD}x");
         assert_eq!(decode_string(b"a\xe2\x82b"), "a\u{FFFD}\u{FFFD}b");
-        assert_eq!(
-            decode_string(br#"\"\\\/\b\f\n\r\t"#),
-            "\"\\/\u{8}\u{c}\n\r\t"
-        );
+        assert_eq!(decode_string(br#"\"\\\/\b\f\n\r\t"#), "\"\\/\u{8}\u{c}\n\r\t");
     }
 
     #[test]

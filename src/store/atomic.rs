@@ -49,20 +49,14 @@ impl Pending {
             Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
                 Ok(Committed::AlreadyThere)
             }
-            Err(e) => Err(Error::io(
-                format!("rename into {}", target.display()),
-                e.error,
-            )),
+            Err(e) => Err(Error::io(format!("rename into {}", target.display()), e.error)),
         }
     }
 
     /// fsync, then rename to `target` (never replacing an existing file unless `overwrite`),
     /// then fsync the target's directory so the rename itself is durable.
     pub fn commit(self, target: &Path, overwrite: bool) -> Result<Committed> {
-        self.file
-            .as_file()
-            .sync_all()
-            .with_path("fsync", self.file.path())?;
+        self.file.as_file().sync_all().with_path("fsync", self.file.path())?;
         let outcome = if overwrite {
             self.file
                 .persist(target)
@@ -91,9 +85,7 @@ impl Write for Pending {
 /// fsync the directory holding `path`, making a rename or unlink in it durable.
 pub fn sync_parent(path: &Path) -> Result<()> {
     let parent = parent_dir(path);
-    File::open(&parent)
-        .and_then(|d| d.sync_all())
-        .with_path("fsync directory", &parent)
+    File::open(&parent).and_then(|d| d.sync_all()).with_path("fsync directory", &parent)
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -104,17 +96,9 @@ fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Write `bytes` to `target` atomically.
-pub fn write_file(
-    tmp_dir: &Path,
-    prefix: &str,
-    target: &Path,
-    bytes: &[u8],
-    overwrite: bool,
-) -> Result<Committed> {
+pub fn write_file(tmp_dir: &Path, prefix: &str, target: &Path, bytes: &[u8], overwrite: bool) -> Result<Committed> {
     let mut pending = Pending::new_in(tmp_dir, prefix)?;
-    pending
-        .write_all(bytes)
-        .with_path("write", pending.path())?;
+    pending.write_all(bytes).with_path("write", pending.path())?;
     pending.commit(target, overwrite)
 }
 
@@ -131,10 +115,7 @@ mod tests {
         let outcome = write_file(dir.path(), ".t-", &target, b"one", false).unwrap();
         assert_eq!(outcome, Committed::Written);
         assert_eq!(fs::read(&target).unwrap(), b"one");
-        assert_eq!(
-            fs::metadata(&target).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 

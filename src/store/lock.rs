@@ -79,9 +79,7 @@ mod tests {
     fn shared_locks_coexist_and_exclude_an_exclusive_one() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(dir.path()).unwrap();
-        let a = store
-            .lock(Mode::Shared, || panic!("free lock waited"))
-            .unwrap();
+        let a = store.lock(Mode::Shared, || panic!("free lock waited")).unwrap();
         let b = store.try_lock(Mode::Shared).unwrap();
         assert!(b.is_some());
         assert!(store.try_lock(Mode::Exclusive).unwrap().is_none());

@@ -72,9 +72,7 @@ impl<'de> Deserialize<'de> for PartKind {
             "record" => Err(serde::de::Error::custom(
                 "a \"record\" part belongs to fold-v2, not fold-v1",
             )),
-            other => Err(serde::de::Error::custom(format!(
-                "unknown part kind {other:?}"
-            ))),
+            other => Err(serde::de::Error::custom(format!("unknown part kind {other:?}"))),
         }
     }
 }
@@ -98,8 +96,7 @@ struct Header {
 impl Manifest {
     /// Parse and check a manifest; errors name `what` (usually the file).
     pub fn from_slice(bytes: &[u8], what: &str) -> Result<Self> {
-        let invalid =
-            |e: serde_json::Error| Error::failed(format!("{what}: invalid manifest: {e}"));
+        let invalid = |e: serde_json::Error| Error::failed(format!("{what}: invalid manifest: {e}"));
         let header: Header = serde_json::from_slice(bytes).map_err(invalid)?;
         let version = header.version.as_ref().and_then(|v| v.as_u64());
         let kind = header.kind.as_ref().and_then(|v| v.as_str());
@@ -142,9 +139,7 @@ impl Manifest {
 }
 
 fn shown(value: &Option<serde_json::Value>) -> String {
-    value
-        .as_ref()
-        .map_or_else(|| "(absent)".to_string(), |v| v.to_string())
+    value.as_ref().map_or_else(|| "(absent)".to_string(), |v| v.to_string())
 }
 
 impl Store {
@@ -154,10 +149,9 @@ impl Store {
         let path = self.manifest_path(id);
         match fs::read(&path) {
             Ok(bytes) => Manifest::from_slice(&bytes, &path.display().to_string()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::failed(format!(
-                "no folded session {id:?} in {}",
-                self.root().display()
-            ))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(Error::failed(format!("no folded session {id:?} in {}", self.root().display())))
+            }
             Err(e) => Err(e).with_path("read", &path),
         }
     }
@@ -191,18 +185,9 @@ impl Store {
             }
         }
         self.sync()?;
-        super::reconstruct::verify(self, manifest).map_err(|e| {
-            e.context(format_args!(
-                "session {id:?}: reconstruction failed, nothing committed"
-            ))
-        })?;
-        match write_file(
-            &self.tmp_dir(),
-            ".manifest-",
-            &target,
-            &manifest.to_json(),
-            overwrite,
-        )? {
+        super::reconstruct::verify(self, manifest)
+            .map_err(|e| e.context(format_args!("session {id:?}: reconstruction failed, nothing committed")))?;
+        match write_file(&self.tmp_dir(), ".manifest-", &target, &manifest.to_json(), overwrite)? {
             Committed::Written => Ok(()),
             Committed::AlreadyThere => Err(exists(id)),
         }
@@ -237,9 +222,7 @@ impl Store {
 }
 
 fn exists(id: &str) -> Error {
-    Error::failed(format!(
-        "session {id:?} is already folded (use --overwrite to replace it)"
-    ))
+    Error::failed(format!("session {id:?} is already folded (use --overwrite to replace it)"))
 }
 
 #[cfg(test)]
@@ -257,19 +240,12 @@ mod tests {
                 rollout_path: "/r.jsonl".into(),
                 archived: false,
             },
-            source: Source {
-                bytes: 5,
-                sha256: Digest::of(b"hello"),
-            },
+            source: Source { bytes: 5, sha256: Digest::of(b"hello") },
             settings: Settings::default(),
             parts: vec![Part {
                 kind: PartKind::Residual,
                 json_path: None,
-                object: ObjectRef {
-                    sha256: Digest::of(b"hello"),
-                    raw_bytes: 5,
-                    stored_bytes: 14,
-                },
+                object: ObjectRef { sha256: Digest::of(b"hello"), raw_bytes: 5, stored_bytes: 14 },
             }],
         }
     }
@@ -277,25 +253,15 @@ mod tests {
     #[test]
     fn writes_the_contract_shape_in_its_key_order() {
         let json = String::from_utf8(sample().to_json()).unwrap();
-        let keys: Vec<usize> = [
-            "\"version\"",
-            "\"kind\"",
-            "\"session\"",
-            "\"source\"",
-            "\"settings\"",
-            "\"parts\"",
-        ]
-        .iter()
-        .map(|k| json.find(k).unwrap())
-        .collect();
+        let keys: Vec<usize> = ["\"version\"", "\"kind\"", "\"session\"", "\"source\"", "\"settings\"", "\"parts\""]
+            .iter()
+            .map(|k| json.find(k).unwrap())
+            .collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{json}");
         assert!(!json.contains("\"cwd\""));
         assert!(!json.contains("json_path"));
         assert!(json.contains("\"compression\": \"zstd\""));
-        assert_eq!(
-            Manifest::from_slice(json.as_bytes(), "m").unwrap(),
-            sample()
-        );
+        assert_eq!(Manifest::from_slice(json.as_bytes(), "m").unwrap(), sample());
     }
 
     #[test]
@@ -315,22 +281,13 @@ mod tests {
     fn refuses_other_versions_kinds_and_record_parts() {
         let base = String::from_utf8(sample().to_json()).unwrap();
         let v2 = base.replace("\"version\": 1", "\"version\": 2");
-        let err = Manifest::from_slice(v2.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("m.json: unsupported manifest version 2"),
-            "{err}"
-        );
+        let err = Manifest::from_slice(v2.as_bytes(), "m.json").unwrap_err().to_string();
+        assert!(err.starts_with("m.json: unsupported manifest version 2"), "{err}");
         let fold_v2 = base.replace("\"fold-v1\"", "\"fold-v2\"");
-        let err = Manifest::from_slice(fold_v2.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = Manifest::from_slice(fold_v2.as_bytes(), "m.json").unwrap_err().to_string();
         assert!(err.contains("kind \"fold-v2\""), "{err}");
         let record = base.replace("\"residual\"", "\"record\"");
-        let err = Manifest::from_slice(record.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = Manifest::from_slice(record.as_bytes(), "m.json").unwrap_err().to_string();
         assert!(err.contains("belongs to fold-v2"), "{err}");
     }
 
@@ -338,12 +295,7 @@ mod tests {
     fn refuses_lying_sizes_and_unsafe_ids() {
         let mut m = sample();
         m.source.bytes = 6;
-        assert!(
-            m.check()
-                .unwrap_err()
-                .to_string()
-                .contains("add up to 5 bytes")
-        );
+        assert!(m.check().unwrap_err().to_string().contains("add up to 5 bytes"));
         let mut m = sample();
         m.session.id = "../x".into();
         assert!(m.check().is_err());

@@ -144,9 +144,7 @@ mod tests {
 
     #[test]
     fn unsafe_session_ids_are_refused() {
-        for bad in [
-            "", ".", "..", ".hidden", "../x", "a/b", "a\\b", "a\0b", "a\nb",
-        ] {
+        for bad in ["", ".", "..", ".hidden", "../x", "a/b", "a\\b", "a\0b", "a\nb"] {
             assert!(check_session_id(bad).is_err(), "{bad:?} accepted");
         }
         assert!(check_session_id(&"x".repeat(201)).is_err());
@@ -160,11 +158,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("store");
         let store = Store::init(&root).unwrap();
-        for sub in [
-            store.root().to_path_buf(),
-            store.objects_dir(),
-            store.tmp_dir(),
-        ] {
+        for sub in [store.root().to_path_buf(), store.objects_dir(), store.tmp_dir()] {
             let mode = fs::metadata(&sub).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o700, "{}", sub.display());
         }

@@ -35,13 +35,8 @@ impl Encoder {
         }
         let mut compressor =
             zstd::bulk::Compressor::new(level).context(|| "create zstd compressor".into())?;
-        compressor
-            .include_checksum(true)
-            .context(|| "configure zstd".into())?;
-        Ok(Self {
-            compressor,
-            buffer: Vec::new(),
-        })
+        compressor.include_checksum(true).context(|| "configure zstd".into())?;
+        Ok(Self { compressor, buffer: Vec::new() })
     }
 
     /// The size `raw` would take as an object, for dry runs.
@@ -51,8 +46,7 @@ impl Encoder {
 
     fn compress(&mut self, raw: &[u8]) -> Result<&[u8]> {
         self.buffer.clear();
-        self.buffer
-            .reserve(zstd::zstd_safe::compress_bound(raw.len()));
+        self.buffer.reserve(zstd::zstd_safe::compress_bound(raw.len()));
         self.compressor
             .compress_to_buffer(raw, &mut self.buffer)
             .context(|| "zstd compression".into())?;
@@ -72,9 +66,7 @@ pub struct Stored {
 impl Store {
     pub fn object_path(&self, digest: &Digest) -> PathBuf {
         let hex = digest.to_hex();
-        self.objects_dir()
-            .join(&hex[..2])
-            .join(format!("{hex}.zst"))
+        self.objects_dir().join(&hex[..2]).join(format!("{hex}.zst"))
     }
 
     /// The compressed size of a present object, or `None` when it is missing.
@@ -95,65 +87,37 @@ impl Store {
     pub fn put_object(&self, digest: &Digest, raw: &[u8], encoder: &mut Encoder) -> Result<Stored> {
         let path = self.object_path(digest);
         if let Some(stored_bytes) = self.touch_object(&path)? {
-            return Ok(Stored {
-                stored_bytes,
-                created: false,
-            });
+            return Ok(Stored { stored_bytes, created: false });
         }
         let compressed = encoder.compress(raw)?;
         let stored_bytes = compressed.len() as u64;
         super::create_private_dir(path.parent().expect("object paths have a parent"))?;
         let mut pending = Pending::new_in(&self.tmp_dir(), ".object-")?;
-        pending
-            .write_all(compressed)
-            .with_path("write", pending.path())?;
+        pending.write_all(compressed).with_path("write", pending.path())?;
         let created = pending.commit_unsynced(&path)? == Committed::Written;
-        Ok(Stored {
-            stored_bytes,
-            created,
-        })
+        Ok(Stored { stored_bytes, created })
     }
 
     /// Store everything `input` yields as one object, streaming: memory stays constant however
     /// large the input. Returns its name, raw size and what storing did.
-    pub fn put_object_streaming(
-        &self,
-        input: &mut dyn Read,
-        level: i32,
-    ) -> Result<(Digest, u64, Stored)> {
+    pub fn put_object_streaming(&self, input: &mut dyn Read, level: i32) -> Result<(Digest, u64, Stored)> {
         let mut pending = Pending::new_in(&self.tmp_dir(), ".object-")?;
         let temp = pending.path().to_path_buf();
         let mut encoder = zstd::stream::write::Encoder::new(&mut pending, level)
             .context(|| "create zstd compressor".into())?;
-        encoder
-            .include_checksum(true)
-            .context(|| "configure zstd".into())?;
+        encoder.include_checksum(true).context(|| "configure zstd".into())?;
         let mut hashing = HashingWriter::new(encoder);
         io::copy(input, &mut hashing).with_path("compress into", &temp)?;
         let (encoder, digest, raw_bytes) = hashing.finish();
         encoder.finish().with_path("compress into", &temp)?;
         let path = self.object_path(&digest);
         if let Some(stored_bytes) = self.touch_object(&path)? {
-            return Ok((
-                digest,
-                raw_bytes,
-                Stored {
-                    stored_bytes,
-                    created: false,
-                },
-            ));
+            return Ok((digest, raw_bytes, Stored { stored_bytes, created: false }));
         }
         let stored_bytes = pending.file().metadata().with_path("stat", &temp)?.len();
         super::create_private_dir(path.parent().expect("object paths have a parent"))?;
         let created = pending.commit_unsynced(&path)? == Committed::Written;
-        Ok((
-            digest,
-            raw_bytes,
-            Stored {
-                stored_bytes,
-                created,
-            },
-        ))
+        Ok((digest, raw_bytes, Stored { stored_bytes, created }))
     }
 
     fn touch_object(&self, path: &std::path::Path) -> Result<Option<u64>> {
@@ -180,12 +144,7 @@ impl Store {
     ///
     /// Bytes reach `out` before the final check: callers that must not expose unverified bytes
     /// write into a temp file or buffer and act on the result.
-    pub fn read_object(
-        &self,
-        digest: &Digest,
-        expected: Option<u64>,
-        out: &mut dyn Write,
-    ) -> Result<u64> {
+    pub fn read_object(&self, digest: &Digest, expected: Option<u64>, out: &mut dyn Write) -> Result<u64> {
         let path = self.object_path(digest);
         let file = match File::open(&path) {
             Ok(file) => file,
@@ -194,8 +153,8 @@ impl Store {
             }
             Err(e) => return Err(e).with_path("open object", &path),
         };
-        let decoder =
-            zstd::stream::read::Decoder::new(file).context(|| format!("object {digest}: zstd"))?;
+        let decoder = zstd::stream::read::Decoder::new(file)
+            .context(|| format!("object {digest}: zstd"))?;
         let limit = expected.map_or(u64::MAX, |n| n.saturating_add(1));
         let mut sink = HashingWriter::new(out);
         copy_object(decoder.take(limit), &mut sink, digest)?;
@@ -230,9 +189,7 @@ impl Store {
 
     /// Every object name in the store, one fan-out directory at a time. Files that are not named
     /// `<64 hex>.zst` inside their right fan-out directory are reported as `Err` entries by name.
-    pub fn list_objects(
-        &self,
-    ) -> Result<impl Iterator<Item = std::result::Result<Digest, PathBuf>>> {
+    pub fn list_objects(&self) -> Result<impl Iterator<Item = std::result::Result<Digest, PathBuf>>> {
         let objects = self.objects_dir();
         let mut fans: Vec<PathBuf> = match fs::read_dir(&objects) {
             Ok(entries) => entries
@@ -278,8 +235,7 @@ fn copy_object(mut from: impl Read, to: &mut impl Write, digest: &Digest) -> Res
                 return Err(Error::failed(format!("object {digest} is corrupt: {e}")));
             }
         };
-        to.write_all(&buf[..n])
-            .map_err(crate::error::write_failed)?;
+        to.write_all(&buf[..n]).map_err(crate::error::write_failed)?;
     }
 }
 
@@ -303,19 +259,8 @@ mod tests {
         assert!(first.created);
         assert!(first.stored_bytes < raw.len() as u64);
         let again = store.put_object(&d, &raw, &mut enc).unwrap();
-        assert_eq!(
-            again,
-            Stored {
-                stored_bytes: first.stored_bytes,
-                created: false
-            }
-        );
-        assert_eq!(
-            store
-                .read_object_to_vec(&d, Some(raw.len() as u64))
-                .unwrap(),
-            raw
-        );
+        assert_eq!(again, Stored { stored_bytes: first.stored_bytes, created: false });
+        assert_eq!(store.read_object_to_vec(&d, Some(raw.len() as u64)).unwrap(), raw);
         let listed: Vec<_> = store.list_objects().unwrap().collect();
         assert_eq!(listed, vec![Ok(d)]);
         assert_eq!(fs::read_dir(store.tmp_dir()).unwrap().count(), 0);

@@ -71,14 +71,8 @@ impl<'a> SessionReader<'a> {
         self.next_part += 1;
         self.buffer.clear();
         self.at = 0;
-        self.store.read_object(
-            &part.object.sha256,
-            Some(part.object.raw_bytes),
-            &mut self.buffer,
-        )?;
-        self.hasher
-            .write_all(&self.buffer)
-            .expect("hashing into a sink cannot fail");
+        self.store.read_object(&part.object.sha256, Some(part.object.raw_bytes), &mut self.buffer)?;
+        self.hasher.write_all(&self.buffer).expect("hashing into a sink cannot fail");
         Ok(true)
     }
 }
@@ -108,29 +102,18 @@ pub fn verify(store: &Store, manifest: &Manifest) -> Result<()> {
 /// Restore a folded session to `target`: a temp file beside it, written and verified, fsynced,
 /// then renamed into place (never over an existing file unless `overwrite`). On any failure the
 /// target is untouched and the temp file is gone. Missing parent directories are created private.
-pub fn restore_file(
-    store: &Store,
-    manifest: &Manifest,
-    target: &std::path::Path,
-    overwrite: bool,
-) -> Result<()> {
+pub fn restore_file(store: &Store, manifest: &Manifest, target: &std::path::Path, overwrite: bool) -> Result<()> {
     use super::atomic::{Committed, Pending};
     use crate::error::IoContext;
     if !overwrite && target.symlink_metadata().is_ok() {
-        return Err(Error::failed(format!(
-            "{} exists (use --overwrite to replace it)",
-            target.display()
-        )));
+        return Err(Error::failed(format!("{} exists (use --overwrite to replace it)", target.display())));
     }
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
     super::create_private_dir(&dir)?;
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut pending = Pending::new_in(&dir, &format!(".{name}.restore-"))?;
     let mut buffered = io::BufWriter::with_capacity(1 << 20, &mut pending);
     write_session(store, manifest, &mut buffered)?;
@@ -138,9 +121,8 @@ pub fn restore_file(
     drop(buffered);
     match pending.commit(target, overwrite)? {
         Committed::Written => Ok(()),
-        Committed::AlreadyThere => Err(Error::failed(format!(
-            "{} appeared while restoring; left as it is",
-            target.display()
-        ))),
+        Committed::AlreadyThere => {
+            Err(Error::failed(format!("{} appeared while restoring; left as it is", target.display())))
+        }
     }
 }

@@ -53,12 +53,7 @@ pub struct PartWriter<'a, F: FnMut(Part) -> Result<()>> {
 impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
     /// `record` receives each part's manifest entry, in order.
     pub fn new(mode: Mode<'a>, record: F) -> Self {
-        Self {
-            mode,
-            counted: HashSet::new(),
-            record,
-            stats: WriteStats::default(),
-        }
+        Self { mode, counted: HashSet::new(), record, stats: WriteStats::default() }
     }
 }
 
@@ -93,14 +88,6 @@ impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
             PartKind::Residual => (ManifestKind::Residual, None),
             PartKind::Field { json_path } => (ManifestKind::Field, json_path.map(str::to_string)),
         };
-        (self.record)(Part {
-            kind,
-            json_path,
-            object: ObjectRef {
-                sha256,
-                raw_bytes,
-                stored_bytes,
-            },
-        })
+        (self.record)(Part { kind, json_path, object: ObjectRef { sha256, raw_bytes, stored_bytes } })
     }
 }

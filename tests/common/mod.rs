@@ -31,26 +31,14 @@ impl Run {
     /// Exit 0; returns self for more checks.
     #[track_caller]
     pub fn ok(self) -> Self {
-        assert_eq!(
-            self.code,
-            Some(0),
-            "expected success\nstderr: {}\nstdout: {}",
-            self.stderr,
-            String::from_utf8_lossy(&self.stdout)
-        );
+        assert_eq!(self.code, Some(0), "expected success\nstderr: {}\nstdout: {}", self.stderr, String::from_utf8_lossy(&self.stdout));
         self
     }
 
     /// Exit `code` with a one-line error on stderr (never a panic or a signal).
     #[track_caller]
     pub fn fails(self, code: i32) -> Self {
-        assert_eq!(
-            self.code,
-            Some(code),
-            "expected exit {code}\nstderr: {}\nstdout: {}",
-            self.stderr,
-            String::from_utf8_lossy(&self.stdout)
-        );
+        assert_eq!(self.code, Some(code), "expected exit {code}\nstderr: {}\nstdout: {}", self.stderr, String::from_utf8_lossy(&self.stdout));
         assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
         self
     }
@@ -58,27 +46,15 @@ impl Run {
     /// The stderr is exactly one line and contains `needle`.
     #[track_caller]
     pub fn one_line_error(self, needle: &str) -> Self {
-        assert_eq!(
-            self.stderr.trim_end().lines().count(),
-            1,
-            "not one line: {}",
-            self.stderr
-        );
-        assert!(
-            self.stderr.contains(needle),
-            "{needle:?} not in: {}",
-            self.stderr
-        );
+        assert_eq!(self.stderr.trim_end().lines().count(), 1, "not one line: {}", self.stderr);
+        assert!(self.stderr.contains(needle), "{needle:?} not in: {}", self.stderr);
         self
     }
 }
 
 /// Where the freshly built binaries are.
 pub fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_ctxfold"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_BIN_EXE_ctxfold")).parent().unwrap().to_path_buf()
 }
 
 /// The real session fixtures (read in place, never copied into the project).
@@ -86,11 +62,7 @@ pub fn fixtures_dir() -> PathBuf {
     let dir = std::env::var_os("CTXFOLD_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real"));
-    assert!(
-        dir.is_dir(),
-        "the real fixtures are missing at {}: set CTXFOLD_FIXTURES",
-        dir.display()
-    );
+    assert!(dir.is_dir(), "the real fixtures are missing at {}: set CTXFOLD_FIXTURES", dir.display());
     dir
 }
 
@@ -103,11 +75,7 @@ pub fn fixture_files() -> Vec<PathBuf> {
         }
     }
     files.sort();
-    assert!(
-        files.len() >= 6,
-        "expected the six real fixtures, found {}",
-        files.len()
-    );
+    assert!(files.len() >= 6, "expected the six real fixtures, found {}", files.len());
     files
 }
 
@@ -117,12 +85,7 @@ impl Env {
         let store = dir.path().join("store");
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
-        Self {
-            dir,
-            store,
-            home,
-            extra: Vec::new(),
-        }
+        Self { dir, store, home, extra: Vec::new() }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -131,8 +94,7 @@ impl Env {
 
     /// Set an extra environment variable for every later run.
     pub fn set(&mut self, key: &str, value: impl AsRef<OsStr>) {
-        self.extra
-            .push((key.into(), value.as_ref().to_string_lossy().into_owned()));
+        self.extra.push((key.into(), value.as_ref().to_string_lossy().into_owned()));
     }
 
     /// A command for `program` (`ctxfold` or `ctxfold-<name>`) in the hermetic environment.
@@ -166,10 +128,7 @@ impl Env {
         S: AsRef<OsStr>,
     {
         let mut cmd = self.command(program);
-        cmd.args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn");
         let mut pipe = child.stdin.take().unwrap();
         let input = stdin.to_vec();
@@ -178,11 +137,7 @@ impl Env {
         });
         let out = child.wait_with_output().expect("wait");
         writer.join().unwrap();
-        Run {
-            code: out.status.code(),
-            stdout: out.stdout,
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run { code: out.status.code(), stdout: out.stdout, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
     }
 
     /// Every file under `dir` with its bytes, sorted: for "nothing changed on disk" checks.
@@ -190,9 +145,7 @@ impl Env {
         let mut out = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&d) else {
-                continue;
-            };
+            let Ok(entries) = std::fs::read_dir(&d) else { continue };
             for e in entries {
                 let p = e.unwrap().path();
                 if p.is_dir() {
