@@ -127,6 +127,7 @@ impl Command for FoldArgs {
             allow_active: self.allow_active,
             settings,
             level: self.level.level,
+            counted: Default::default(),
         };
         let progress = progress_bar(io.err_is_terminal, discovery.sessions.len() as u64);
         let reports = crate::parallel::map(

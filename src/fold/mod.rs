@@ -10,10 +10,13 @@
 pub mod compare;
 pub mod stamp;
 
+use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
@@ -25,7 +28,7 @@ use crate::store::writer::{Mode, PartWriter, WriteStats};
 use compare::{State, compare};
 use stamp::Stamp;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Options {
     pub apply: bool,
     pub overwrite: bool,
@@ -33,6 +36,8 @@ pub struct Options {
     pub allow_active: bool,
     pub settings: Settings,
     pub level: i32,
+    /// In a dry run, the objects already counted as new by any session of the run.
+    pub counted: Mutex<HashSet<Digest>>,
 }
 
 /// What happened to a session (or, in a dry run, would).
@@ -180,7 +185,7 @@ fn segment_source(
     let mode = if options.apply {
         Mode::Write(store, encoder)
     } else {
-        Mode::DryRun(store, encoder)
+        Mode::DryRun(store, encoder, &options.counted)
     };
     let mut parts = Vec::new();
     let mut writer = PartWriter::new(mode, |part| {
