@@ -115,7 +115,7 @@ impl Command for FoldArgs {
             true => Some(store.lock(LockMode::Shared, || {
                 let _ = writeln!(
                     std::io::stderr(),
-                    "ctxfold fold: waiting for the store lock (a gc is running)…"
+                    "ctxfold fold: waiting for the store lock (held by a gc or another tool)…"
                 );
             })?),
             false => None,
