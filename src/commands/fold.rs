@@ -92,6 +92,8 @@ struct Totals {
 impl Command for FoldArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let settings = self.settings.settings()?;
+        // A bad --level is a usage error before anything is searched, not a failure per session.
+        crate::store::objects::Encoder::new(self.level.level)?;
         let homes = Homes::from_env()?;
         let discovery = discover(&homes, &self.paths);
         for problem in &discovery.problems {
@@ -132,8 +134,8 @@ impl Command for FoldArgs {
         let progress = progress_bar(io.err_is_terminal, discovery.sessions.len() as u64);
         let reports = crate::parallel::map(
             &discovery.sessions,
-            || (),
-            |(), found| fold_session(&store, found, &options),
+            || None,
+            |encoder, found| fold_session(&store, found, &options, encoder),
             || progress.inc(1),
         );
         progress.finish_and_clear();

@@ -93,8 +93,14 @@ impl Report {
 }
 
 /// Fold one session. Never returns an error: failures are in the report, so that one bad file
-/// does not stop the others.
-pub fn fold_session(store: &Store, found: &Found, options: &Options) -> Report {
+/// does not stop the others. `encoder` is the caller's to keep between sessions (one per thread);
+/// it is created on first use.
+pub fn fold_session(
+    store: &Store,
+    found: &Found,
+    options: &Options,
+    encoder: &mut Option<Encoder>,
+) -> Report {
     let mut report = Report {
         id: found.session.id.clone(),
         path: found.path.display().to_string(),
@@ -104,14 +110,20 @@ pub fn fold_session(store: &Store, found: &Found, options: &Options) -> Report {
         source: Removal::Kept,
         note: None,
     };
-    if let Err(e) = fold_into(store, found, options, &mut report) {
+    if let Err(e) = fold_into(store, found, options, encoder, &mut report) {
         report.action = Action::Failed;
         report.note = Some(e.to_string());
     }
     report
 }
 
-fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Report) -> Result<()> {
+fn fold_into(
+    store: &Store,
+    found: &Found,
+    options: &Options,
+    encoder: &mut Option<Encoder>,
+    report: &mut Report,
+) -> Result<()> {
     let path = &found.path;
     let before = Stamp::of(path)?;
     let id = &found.session.id;
@@ -133,7 +145,7 @@ fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Repor
         }
     }
 
-    let manifest = segment_source(store, found, options, report)?;
+    let manifest = segment_source(store, found, options, encoder, report)?;
     test_hook_after_read(path);
     if let Some(change) = before.change(&Stamp::of(path)?) {
         report.action = Action::Changed;
@@ -179,13 +191,17 @@ fn segment_source(
     store: &Store,
     found: &Found,
     options: &Options,
+    encoder: &mut Option<Encoder>,
     report: &mut Report,
 ) -> Result<Manifest> {
-    let encoder = Encoder::new(options.level)?;
+    let fresh = match encoder.take() {
+        Some(reused) => reused,
+        None => Encoder::new(options.level)?,
+    };
     let mode = if options.apply {
-        Mode::Write(store, encoder)
+        Mode::Write(store, fresh)
     } else {
-        Mode::DryRun(store, encoder, &options.counted)
+        Mode::DryRun(store, fresh, &options.counted)
     };
     let mut parts = Vec::new();
     let mut writer = PartWriter::new(mode, |part| {
@@ -193,8 +209,12 @@ fn segment_source(
         Ok(())
     });
     let mut input = crate::input::open(&found.path)?;
-    let summary = segment(&options.settings, &mut input, &report.path, &mut writer)?;
+    let summary = segment(&options.settings, &mut input, &report.path, &mut writer);
     report.stats = writer.stats;
+    if let Mode::Write(_, kept) | Mode::DryRun(_, kept, _) = writer.into_mode() {
+        *encoder = Some(kept);
+    }
+    let summary = summary?;
     report.source_bytes = summary.bytes;
     Ok(Manifest {
         version: VERSION,

@@ -60,6 +60,11 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
             stats: WriteStats::default(),
         }
     }
+
+    /// The mode back, with its encoder, for the next file.
+    pub fn into_mode(self) -> Mode<'a> {
+        self.mode
+    }
 }
 
 impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
