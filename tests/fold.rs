@@ -71,6 +71,16 @@ fn list_sessions_finds_every_kind_with_its_fields() {
 #[test]
 fn a_dry_run_writes_nothing() {
     let (env, homes) = setup();
+    // A copy of a rollout under another id: what it dedupes against the original counts as such.
+    let original = &homes.sessions[3];
+    let copy = homes.codex.join("sessions/2026/05/12/rollout-2026-05-12T00-00-00-00000000-0000-4000-8000-000000000001.jsonl");
+    fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    let text = String::from_utf8(original.bytes.clone()).unwrap();
+    fs::write(
+        &copy,
+        text.replace(&original.id, "00000000-0000-4000-8000-000000000001"),
+    )
+    .unwrap();
     let before = Env::snapshot(env.dir.path());
     let run = env.run("ctxfold", ["fold"]).ok();
     assert!(
@@ -86,8 +96,28 @@ fn a_dry_run_writes_nothing() {
     );
     assert!(!env.store.exists());
 
+    // Its estimate is what folding then stores, dedupe between the sessions included.
+    let estimate = json_lines(&env.run("ctxfold", ["fold", "--json"]).ok().stdout)
+        .pop()
+        .unwrap();
+    let applied = json_lines(
+        &env.run("ctxfold", ["fold", "--apply", "--json"])
+            .ok()
+            .stdout,
+    )
+    .pop()
+    .unwrap();
+    for key in [
+        "new_raw_bytes",
+        "new_stored_bytes",
+        "new_objects",
+        "dedup_raw_bytes",
+    ] {
+        assert_eq!(estimate["total"][key], applied["total"][key], "{key}");
+    }
+    assert!(applied["total"]["dedup_raw_bytes"].as_u64().unwrap() > 0);
+
     // Against a store that exists, with a session grown since, too.
-    env.run("ctxfold", ["fold", "--apply"]).ok();
     let grown = homes.active().next().unwrap();
     fs::OpenOptions::new()
         .append(true)

@@ -282,14 +282,16 @@ fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it() {
         fs::remove_file(env.store.join(format!("manifests/{}.json", placed.id))).unwrap();
     }
     // Once the first session's objects are written (reused: they are all there, unreferenced),
-    // start a gc that would remove every one of them, and give it time to try.
+    // start a gc that would remove every one of them, and go on only once it waits for the lock
+    // (or, were the lock not taken, once it has finished).
     let marker = env.path("gc-started");
     let log = env.path("gc.log");
     let gc = common::bin_dir().join("ctxfold");
     env.set(
         "CTXFOLD_TEST_AFTER_READ",
         format!(
-            "[ -e '{m}' ] || {{ touch '{m}'; '{gc}' gc --apply --prune=now > '{l}' 2>&1 & sleep 1; }}",
+            "[ -e '{m}' ] || {{ touch '{m}'; '{gc}' gc --apply --prune=now > '{l}' 2>&1 & \
+             i=0; while ! grep -q -e waiting -e referenced '{l}' 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; }}",
             m = marker.display(),
             gc = gc.display(),
             l = log.display()

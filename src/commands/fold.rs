@@ -92,6 +92,8 @@ struct Totals {
 impl Command for FoldArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let settings = self.settings.settings()?;
+        // A bad --level is a usage error before anything is searched, not a failure per session.
+        crate::store::objects::Encoder::new(self.level.level)?;
         let homes = Homes::from_env()?;
         let discovery = discover(&homes, &self.paths);
         for problem in &discovery.problems {
@@ -115,7 +117,7 @@ impl Command for FoldArgs {
             true => Some(store.lock(LockMode::Shared, || {
                 let _ = writeln!(
                     std::io::stderr(),
-                    "ctxfold fold: waiting for the store lock (a gc is running)…"
+                    "ctxfold fold: waiting for the store lock (held by a gc or another tool)…"
                 );
             })?),
             false => None,
@@ -127,12 +129,13 @@ impl Command for FoldArgs {
             allow_active: self.allow_active,
             settings,
             level: self.level.level,
+            counted: Default::default(),
         };
         let progress = progress_bar(io.err_is_terminal, discovery.sessions.len() as u64);
         let reports = crate::parallel::map(
             &discovery.sessions,
-            || (),
-            |(), found| fold_session(&store, found, &options),
+            || None,
+            |encoder, found| fold_session(&store, found, &options, encoder),
             || progress.inc(1),
         );
         progress.finish_and_clear();

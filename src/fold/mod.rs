@@ -10,10 +10,13 @@
 pub mod compare;
 pub mod stamp;
 
+use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
@@ -25,7 +28,7 @@ use crate::store::writer::{Mode, PartWriter, WriteStats};
 use compare::{State, compare};
 use stamp::Stamp;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Options {
     pub apply: bool,
     pub overwrite: bool,
@@ -33,6 +36,8 @@ pub struct Options {
     pub allow_active: bool,
     pub settings: Settings,
     pub level: i32,
+    /// In a dry run, the objects already counted as new by any session of the run.
+    pub counted: Mutex<HashSet<Digest>>,
 }
 
 /// What happened to a session (or, in a dry run, would).
@@ -88,8 +93,14 @@ impl Report {
 }
 
 /// Fold one session. Never returns an error: failures are in the report, so that one bad file
-/// does not stop the others.
-pub fn fold_session(store: &Store, found: &Found, options: &Options) -> Report {
+/// does not stop the others. `encoder` is the caller's to keep between sessions (one per thread);
+/// it is created on first use.
+pub fn fold_session(
+    store: &Store,
+    found: &Found,
+    options: &Options,
+    encoder: &mut Option<Encoder>,
+) -> Report {
     let mut report = Report {
         id: found.session.id.clone(),
         path: found.path.display().to_string(),
@@ -99,14 +110,20 @@ pub fn fold_session(store: &Store, found: &Found, options: &Options) -> Report {
         source: Removal::Kept,
         note: None,
     };
-    if let Err(e) = fold_into(store, found, options, &mut report) {
+    if let Err(e) = fold_into(store, found, options, encoder, &mut report) {
         report.action = Action::Failed;
         report.note = Some(e.to_string());
     }
     report
 }
 
-fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Report) -> Result<()> {
+fn fold_into(
+    store: &Store,
+    found: &Found,
+    options: &Options,
+    encoder: &mut Option<Encoder>,
+    report: &mut Report,
+) -> Result<()> {
     let path = &found.path;
     let before = Stamp::of(path)?;
     let id = &found.session.id;
@@ -128,7 +145,7 @@ fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Repor
         }
     }
 
-    let manifest = segment_source(store, found, options, report)?;
+    let manifest = segment_source(store, found, options, encoder, report)?;
     test_hook_after_read(path);
     if let Some(change) = before.change(&Stamp::of(path)?) {
         report.action = Action::Changed;
@@ -142,12 +159,14 @@ fn fold_into(store: &Store, found: &Found, options: &Options, report: &mut Repor
         if let Err(e) = store.commit_manifest(&manifest, options.overwrite) {
             // Another fold of the same session may have committed first: same bytes, no harm.
             match existing_manifest(store, id, false)? {
-                Some(theirs) if !options.overwrite => {
-                    report.action = if theirs.source == manifest.source {
-                        Action::UpToDate
-                    } else {
-                        Action::NeedsOverwrite
-                    };
+                Some(theirs) if !options.overwrite && theirs.source == manifest.source => {
+                    report.action = Action::UpToDate;
+                }
+                Some(_) if !options.overwrite => {
+                    report.action = Action::NeedsOverwrite;
+                    report.note =
+                        Some("folded meanwhile with other bytes; --overwrite replaces it".into());
+                    return Ok(());
                 }
                 _ => return Err(e),
             }
@@ -174,13 +193,17 @@ fn segment_source(
     store: &Store,
     found: &Found,
     options: &Options,
+    encoder: &mut Option<Encoder>,
     report: &mut Report,
 ) -> Result<Manifest> {
-    let encoder = Encoder::new(options.level)?;
+    let fresh = match encoder.take() {
+        Some(reused) => reused,
+        None => Encoder::new(options.level)?,
+    };
     let mode = if options.apply {
-        Mode::Write(store, encoder)
+        Mode::Write(store, fresh)
     } else {
-        Mode::DryRun(store, encoder)
+        Mode::DryRun(store, fresh, &options.counted)
     };
     let mut parts = Vec::new();
     let mut writer = PartWriter::new(mode, |part| {
@@ -188,8 +211,12 @@ fn segment_source(
         Ok(())
     });
     let mut input = crate::input::open(&found.path)?;
-    let summary = segment(&options.settings, &mut input, &report.path, &mut writer)?;
+    let summary = segment(&options.settings, &mut input, &report.path, &mut writer);
     report.stats = writer.stats;
+    if let Mode::Write(_, kept) | Mode::DryRun(_, kept, _) = writer.into_mode() {
+        *encoder = Some(kept);
+    }
+    let summary = summary?;
     report.source_bytes = summary.bytes;
     Ok(Manifest {
         version: VERSION,

@@ -181,8 +181,10 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
         loaded: OnceLock::new(),
     };
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
-    for candidate in candidates {
-        match describe(&candidate, &titles) {
+    // Reading titles can mean reading whole files (Pi's session_info may come last): in parallel.
+    let described = crate::parallel::map(&candidates, || (), |(), c| describe(c, &titles), || ());
+    for described in described {
+        match described {
             Ok(session) => match seen.get(&session.session.id) {
                 Some(first) => found.problems.push(format!(
                     "{}: session id {:?} is also the id of {}; skipped",

@@ -86,8 +86,13 @@ pub fn check(
     let mut sizes: HashMap<Digest, u64> = HashMap::new();
     let mut missing: HashSet<Digest> = HashSet::new();
     for (path, manifest) in &manifests {
+        // Once per object and manifest, however many parts name it.
+        let mut named = HashSet::new();
         for part in &manifest.parts {
             let digest = part.object.sha256;
+            if !named.insert(digest) {
+                continue;
+            }
             if sizes.insert(digest, part.object.raw_bytes).is_none()
                 && store.object_stored_bytes(&digest)?.is_none()
             {

@@ -47,7 +47,7 @@ pub fn union_lines(tmp_dir: &Path, target: &Path, incoming: &Path) -> Result<usi
             count += 1;
         }
     }
-    if count == 0 && !old.is_empty() {
+    if count == 0 {
         return Ok(0);
     }
     let mut pending = Pending::new_in(tmp_dir, ".seed-index-")?;

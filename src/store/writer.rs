@@ -2,6 +2,7 @@
 //! on the mode, stored, or measured against the store without writing (a dry run), or only hashed.
 
 use std::collections::HashSet;
+use std::sync::Mutex;
 
 use super::Store;
 use super::manifest::{ObjectRef, Part, PartKind as ManifestKind};
@@ -14,7 +15,9 @@ pub enum Mode<'a> {
     /// Name the parts; touch no store.
     HashOnly,
     /// Count what writing would add to `store`, compressing new parts to measure them; write nothing.
-    DryRun(&'a Store, Encoder),
+    /// The set holds the objects already counted as new in this dry run, shared by every session
+    /// it measures, so that what they would dedupe against each other is counted as such.
+    DryRun(&'a Store, Encoder, &'a Mutex<HashSet<Digest>>),
     /// Store every part that is not there yet.
     Write(&'a Store, Encoder),
 }
@@ -44,8 +47,6 @@ impl std::ops::AddAssign for WriteStats {
 
 pub struct PartWriter<'a, F: FnMut(Part) -> Result<()>> {
     mode: Mode<'a>,
-    /// Objects a dry run has already counted as new.
-    counted: HashSet<Digest>,
     record: F,
     pub stats: WriteStats,
 }
@@ -55,10 +56,14 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
     pub fn new(mode: Mode<'a>, record: F) -> Self {
         Self {
             mode,
-            counted: HashSet::new(),
             record,
             stats: WriteStats::default(),
         }
+    }
+
+    /// The mode back, with its encoder, for the next file.
+    pub fn into_mode(self) -> Mode<'a> {
+        self.mode
     }
 }
 
@@ -72,13 +77,10 @@ impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
                 let stored = store.put_object(&sha256, bytes, encoder)?;
                 (stored.stored_bytes, stored.created)
             }
-            Mode::DryRun(store, encoder) => match store.object_stored_bytes(&sha256)? {
+            Mode::DryRun(store, encoder, counted) => match store.object_stored_bytes(&sha256)? {
                 Some(n) => (n, false),
-                None if self.counted.contains(&sha256) => (0, false),
-                None => {
-                    self.counted.insert(sha256);
-                    (encoder.compressed_len(bytes)?, true)
-                }
+                None if !counted.lock().expect("never poisoned").insert(sha256) => (0, false),
+                None => (encoder.compressed_len(bytes)?, true),
             },
         };
         self.stats.parts += 1;
