@@ -155,21 +155,21 @@ fn fold_into(
         return Ok(());
     }
     report.action = Action::Fold;
-    if options.apply {
-        if let Err(e) = store.commit_manifest(&manifest, options.overwrite) {
-            // Another fold of the same session may have committed first: same bytes, no harm.
-            match existing_manifest(store, id, false)? {
-                Some(theirs) if !options.overwrite && theirs.source == manifest.source => {
-                    report.action = Action::UpToDate;
-                }
-                Some(_) if !options.overwrite => {
-                    report.action = Action::NeedsOverwrite;
-                    report.note =
-                        Some("folded meanwhile with other bytes; --overwrite replaces it".into());
-                    return Ok(());
-                }
-                _ => return Err(e),
+    if options.apply
+        && let Err(e) = store.commit_manifest(&manifest, options.overwrite)
+    {
+        // Another fold of the same session may have committed first: same bytes, no harm.
+        match existing_manifest(store, id, false)? {
+            Some(theirs) if !options.overwrite && theirs.source == manifest.source => {
+                report.action = Action::UpToDate;
             }
+            Some(_) if !options.overwrite => {
+                report.action = Action::NeedsOverwrite;
+                report.note =
+                    Some("folded meanwhile with other bytes; --overwrite replaces it".into());
+                return Ok(());
+            }
+            _ => return Err(e),
         }
     }
     remove_source(store, found, &manifest, &before, options, report)

@@ -42,19 +42,19 @@ impl Titles {
 fn read_session_index(path: &Path, by_id: &mut HashMap<String, String>) {
     let Ok(file) = File::open(path) else { return };
     let _ = for_each_line(&mut BufReader::new(file), MAX_META_LINE, |line| {
-        if let Ok(entry) = serde_json::from_slice::<Value>(line) {
-            if let Some(id) = entry.get("id").and_then(Value::as_str) {
-                match entry
-                    .get("thread_name")
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                {
-                    Some(name) if !name.is_empty() => {
-                        by_id.insert(id.to_string(), name.to_string());
-                    }
-                    _ => {
-                        by_id.remove(id);
-                    }
+        if let Ok(entry) = serde_json::from_slice::<Value>(line)
+            && let Some(id) = entry.get("id").and_then(Value::as_str)
+        {
+            match entry
+                .get("thread_name")
+                .and_then(Value::as_str)
+                .map(str::trim)
+            {
+                Some(name) if !name.is_empty() => {
+                    by_id.insert(id.to_string(), name.to_string());
+                }
+                _ => {
+                    by_id.remove(id);
                 }
             }
         }
