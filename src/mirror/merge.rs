@@ -21,12 +21,13 @@ use gix::ObjectId;
 use gix::objs::tree::Entry;
 
 use super::verify::Sources;
-use super::{GitContext, Mirror, union};
+use super::{GitContext, Mirror};
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
 use crate::store::atomic::write_file;
 use crate::store::lock::Mode;
 use crate::store::manifest::Manifest;
+use crate::store::union::union_lines;
 use crate::store::{Store, create_private_dir};
 
 /// The file seed indexes live in, merged line by line.
@@ -414,8 +415,7 @@ fn apply(store: &Store, staged: &Store, objects: &[Digest], steps: Vec<Step>) ->
             }
             Step::Union { staged, rel } => {
                 let target = store.context_fold_dir().join(&rel);
-                report.seed_lines_added +=
-                    union::merge_lines(&store.tmp_dir(), &target, &staged, &target)?;
+                report.seed_lines_added += union_lines(&store.tmp_dir(), &target, &staged)? as u64;
             }
             Step::Add { staged, rel } => {
                 let target = store.context_fold_dir().join(&rel);

@@ -12,7 +12,6 @@ pub mod git;
 pub mod merge;
 pub mod sync;
 pub mod tree;
-pub mod union;
 pub mod verify;
 
 use std::fmt::Display;
