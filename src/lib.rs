@@ -10,5 +10,7 @@ pub mod digest;
 pub mod dispatch;
 pub mod error;
 pub mod input;
+pub mod ledger;
+pub mod seeds;
 pub mod segment;
 pub mod store;

@@ -1,0 +1,101 @@
+//! The store's seed index: records for folded sessions appended to
+//! `<store>/context-fold/<session-id>/seed-index.jsonl`. The file is a union other writers append
+//! to (the Pi extension's own records are merged into it), so it is only ever extended: the old
+//! bytes are copied as they are, the new lines added, and the whole renamed into place.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::extract::extract;
+use super::plan::Options;
+use super::record::{FoldIndex, HARNESS};
+use crate::error::{IoContext, Result};
+use crate::ledger::{Ledger, StoreSource};
+use crate::store::atomic::Pending;
+use crate::store::manifest::Manifest;
+use crate::store::{Store, check_session_id, create_private_dir};
+
+/// `<store>/context-fold/<id>/seed-index.jsonl`.
+pub fn index_path(store: &Store, session_id: &str) -> Result<PathBuf> {
+    check_session_id(session_id)?;
+    Ok(store.context_fold_dir().join(session_id).join("seed-index.jsonl"))
+}
+
+/// Extract a folded session's records (one per compaction, and a final one over its active branch)
+/// and append those the store's index does not hold yet. Returns how many were appended.
+///
+/// A record counts as held when a record of ctxfold's with the same content (seq aside) is in the
+/// file; new records take the seqs after the highest one there, so they never void another
+/// writer's records.
+pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize> {
+    let source = StoreSource { store, manifest };
+    let ledger = Ledger::scan(&source)?;
+    let records = extract(&ledger, &Options { final_record: true, through: None })?;
+    let path = index_path(store, &manifest.session.id)?;
+    let (held, mut last_seq, ends_clean) = scan_index(&path)?;
+    let fresh: Vec<FoldIndex> = records.into_iter().filter(|r| !held.contains(&identity(r))).collect();
+    if fresh.is_empty() {
+        return Ok(0);
+    }
+    create_private_dir(path.parent().expect("the index has a folder"))?;
+    let mut pending = Pending::new_in(&store.tmp_dir(), "seed-index")?;
+    if let Ok(mut old) = File::open(&path) {
+        std::io::copy(&mut old, &mut pending).with_path("copy", &path)?;
+        if !ends_clean {
+            pending.write_all(b"\n").with_path("write", &path)?;
+        }
+    }
+    for mut record in fresh.iter().cloned() {
+        last_seq += 1;
+        record.seq = last_seq;
+        writeln!(pending, "{}", record.to_line()).with_path("write", &path)?;
+    }
+    pending.commit(&path, true)?;
+    Ok(fresh.len())
+}
+
+/// The identities of ctxfold's records in the file, its highest seq, and whether it ends in `\n`.
+fn scan_index(path: &PathBuf) -> Result<(HashSet<String>, u64, bool)> {
+    let mut held = HashSet::new();
+    let mut last_seq = 0;
+    let ends_clean;
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((held, last_seq, true)),
+        Err(e) => return Err(e).with_path("open", path),
+    };
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line.with_path("read", path)?;
+        let Ok(value) = serde_json::from_slice::<Value>(&line) else { continue };
+        last_seq = last_seq.max(value.get("seq").and_then(Value::as_u64).unwrap_or(0));
+        if value.get("harness").and_then(Value::as_str) == Some(HARNESS)
+            && let Ok(record) = serde_json::from_value::<FoldIndex>(value)
+        {
+            held.insert(identity(&record));
+        }
+    }
+    ends_clean = last_byte(path)?.is_none_or(|b| b == b'\n');
+    Ok((held, last_seq, ends_clean))
+}
+
+fn last_byte(path: &PathBuf) -> Result<Option<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path).with_path("open", path)?;
+    if file.metadata().with_path("stat", path)?.len() == 0 {
+        return Ok(None);
+    }
+    let mut byte = [0u8];
+    file.seek(SeekFrom::End(-1)).and_then(|_| file.read_exact(&mut byte)).with_path("read", path)?;
+    Ok(Some(byte[0]))
+}
+
+/// A record's content without its seq.
+fn identity(record: &FoldIndex) -> String {
+    let mut record = record.clone();
+    record.seq = 0;
+    record.to_line()
+}
