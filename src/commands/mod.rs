@@ -3,9 +3,14 @@
 
 pub mod cat_manifest;
 pub mod cat_object;
+pub mod extract_seeds;
 pub mod hash_object;
+pub mod read_seeds;
+pub mod recall;
 pub mod restore;
+pub mod seeds;
 pub mod split;
+pub mod verify_span;
 pub mod write_manifest;
 
 use crate::cli::{Level, Spec};
@@ -19,7 +24,12 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<split::SplitArgs>(Level::Plumbing),
         Spec::of::<write_manifest::WriteManifestArgs>(Level::Plumbing),
         Spec::of::<cat_manifest::CatManifestArgs>(Level::Plumbing),
+        Spec::of::<extract_seeds::ExtractSeedsArgs>(Level::Plumbing),
+        Spec::of::<read_seeds::ReadSeedsArgs>(Level::Plumbing),
+        Spec::of::<verify_span::VerifySpanArgs>(Level::Plumbing),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
+        Spec::of::<seeds::SeedsArgs>(Level::Porcelain),
+        Spec::of::<recall::RecallArgs>(Level::Porcelain),
     ]
 }
 

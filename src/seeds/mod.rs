@@ -6,6 +6,7 @@ pub mod extract;
 pub mod index;
 pub mod lexicon;
 pub mod plan;
+pub mod recall;
 pub mod record;
 pub mod union;
 

@@ -36,10 +36,21 @@ const PHRASES: &[&str] = &[
 /// Words whose zero counts (`0 failed`, `errors: 0`) say that nothing failed.
 const COUNTED: &[&str] = &["error", "errors", "failed", "failures", "failure", "fail", "fails", "failing", "FAILED"];
 
+/// Openings of source code lines: `error` in `catch (error) {` or `interface HookError` is code, not
+/// an error that happened.
+const CODE_OPENINGS: &[&str] = &[
+    "import ", "export ", "const ", "let ", "var ", "function ", "class ", "interface ", "type ", "pub ", "fn ",
+    "def ", "//", "/*", "* ", "#include", "} catch", "catch ", "if (", "return ", "throw new ", "raise ",
+];
+
 /// The marker of an error line (what made it one), or `None`.
 pub fn marker(line: &str) -> Option<&str> {
     if let Some(phrase) = PHRASES.iter().find(|p| line.contains(**p)) {
         return Some(phrase);
+    }
+    let body = line.trim_start_matches(['+', '-', ' ', '\t']);
+    if CODE_OPENINGS.iter().any(|o| body.starts_with(o)) || body.ends_with('{') || body.ends_with(';') {
+        return None;
     }
     let words = words(line);
     for (i, &(at, word)) in words.iter().enumerate() {
@@ -155,6 +166,9 @@ mod tests {
             "stderr was empty",
             "ErrorBoundary renders children",
             "terrorism",
+            "} catch (error) {",
+            "export interface HookError {",
+            "+\tthrow new Error(`bad`);",
         ] {
             assert_eq!(marker(line), None, "{line}");
         }

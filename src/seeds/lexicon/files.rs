@@ -56,9 +56,10 @@ fn is_path(t: &str) -> bool {
     if !t.contains('/') {
         return has_ext;
     }
-    let rooted = ["/", "./", "../", "~/"].iter().any(|p| t.starts_with(p));
+    let relative_root = ["./", "../", "~/"].iter().any(|p| t.starts_with(p));
     let segments = t.split('/').filter(|s| !s.is_empty()).count();
-    (rooted && segments >= 1 && t.len() > 2) || has_ext || segments >= 3
+    // `/model` is as likely a slash command as a path: a rooted path needs two segments.
+    relative_root || has_ext || segments >= 3 || (t.starts_with('/') && segments >= 2)
 }
 
 /// `path` relative to `cwd` when it lies under it; else as given.
@@ -86,7 +87,7 @@ mod tests {
             all("see src/main.rs:12:5, ./run.sh and /etc/hosts; ~/x/y and a/b/c, README.md."),
             ["src/main.rs", "./run.sh", "/etc/hosts", "~/x/y", "a/b/c", "README.md"]
         );
-        assert!(all("and/or 1/2 2024/01/02 https://example.com/a w/o").is_empty());
+        assert!(all("and/or 1/2 2024/01/02 https://example.com/a w/o /model").is_empty());
     }
 
     #[test]

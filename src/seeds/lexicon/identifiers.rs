@@ -47,12 +47,15 @@ fn is_uuid(t: &str) -> bool {
     groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]) && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// `1.2.3`, `v0.104.0-alpha.1`: three or more dotted numbers, optionally a `v` and a suffix.
+/// `1.2.3`, `v0.104.0-alpha.1`: three or four dotted numbers, optionally a `v` and a suffix that
+/// starts with a letter (so SVG path data and IP-like runs are not versions).
 fn is_version(t: &str) -> bool {
     let core = t.strip_prefix('v').unwrap_or(t);
-    let core = core.split_once(['-', '+']).map_or(core, |(c, _)| c);
+    let (core, suffix) = core.split_once(['-', '+']).unwrap_or((core, "a"));
     let parts: Vec<_> = core.split('.').collect();
-    parts.len() >= 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    (3..=4).contains(&parts.len())
+        && parts.iter().all(|p| (1..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
+        && suffix.starts_with(|c: char| c.is_ascii_alphabetic())
 }
 
 fn is_hex_id(t: &str) -> bool {
@@ -117,5 +120,6 @@ mod tests {
     fn words_and_blobs_are_not() {
         assert!(all("ERROR the Hello world deadbeef and TODO").is_empty());
         assert!(all(&"aB".repeat(100)).is_empty());
+        assert!(all("M3.492.997.107-.775.418 319.192.694.801.576").iter().all(|t| !t.contains('.')));
     }
 }
