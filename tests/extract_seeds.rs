@@ -175,7 +175,18 @@ fn needles_in_a_large_output_are_found_and_zero_counts_are_not_errors() {
 fn a_fold_event_covers_the_context_view_through_an_entry() {
     let env = Env::new();
     let file = pi_v3::write(env.dir.path());
-    let args = ["--through", "e0000016", "--trigger", "threshold", "--seq", "7", "--tokens", "1000", "--context-window", "2000"];
+    let args = [
+        "--through",
+        "e0000016",
+        "--trigger",
+        "threshold",
+        "--seq",
+        "7",
+        "--tokens",
+        "1000",
+        "--context-window",
+        "2000",
+    ];
     let mut all = vec![file.to_str().unwrap()];
     all.extend(args);
     let got = records(&env, &all);
@@ -187,9 +198,24 @@ fn a_fold_event_covers_the_context_view_through_an_entry() {
     // Tool results and thinking after the first compaction's first kept entry; turns restart.
     assert_eq!(span_ids(r), ["r:c2:edit:e0000008", "a:resp_4:p1", "r:call_x|fc_y"]);
     assert_eq!(r["spans"][2]["turn"], 2);
-    env.run("ctxfold-extract-seeds", [file.to_str().unwrap(), "--through", "nope", "--trigger", "cap", "--seq", "1", "--tokens", "1", "--context-window", "2"])
-        .fails(1)
-        .one_line_error("no such entry");
+    env.run(
+        "ctxfold-extract-seeds",
+        [
+            file.to_str().unwrap(),
+            "--through",
+            "nope",
+            "--trigger",
+            "cap",
+            "--seq",
+            "1",
+            "--tokens",
+            "1",
+            "--context-window",
+            "2",
+        ],
+    )
+    .fails(1)
+    .one_line_error("no such entry");
     env.run("ctxfold-extract-seeds", [file.to_str().unwrap(), "--through", "e0000016"]).fails(2);
 }
 
@@ -209,11 +235,14 @@ fn verify_span_serves_text_only_when_it_matches() {
     assert_eq!(unverified.stdout, b"let me run the tests");
     assert!(unverified.stderr.contains("unverified"));
     let wrong = "0".repeat(64);
-    let run = env.run("ctxfold-verify-span", [name, "r:c1", "--sha256", &wrong]).fails(1).one_line_error("the span says");
+    let run =
+        env.run("ctxfold-verify-span", [name, "r:c1", "--sha256", &wrong]).fails(1).one_line_error("the span says");
     assert!(run.stdout.is_empty());
     env.run("ctxfold-verify-span", [name, "r:nope"]).fails(1).one_line_error("no block");
     env.run("ctxfold-verify-span", [name, "r:c1", "--sha256", "xyz"]).fails(2);
-    env.run("ctxfold-verify-span", [env.path("missing.jsonl").to_str().unwrap(), "r:c1"]).fails(1).one_line_error("missing.jsonl");
+    env.run("ctxfold-verify-span", [env.path("missing.jsonl").to_str().unwrap(), "r:c1"])
+        .fails(1)
+        .one_line_error("missing.jsonl");
 }
 
 #[test]

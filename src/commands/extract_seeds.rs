@@ -100,21 +100,24 @@ pub struct ExtractSeedsArgs {
 impl Command for ExtractSeedsArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let through = match (&self.through, &self.trigger, self.seq, self.tokens, self.context_window) {
-            (Some(entry), Some(trigger), Some(seq), Some(tokens), Some(context_window)) => Some(Through {
-                entry: entry.clone(),
-                trigger: trigger.clone(),
-                seq,
-                tokens,
-                context_window,
-            }),
+            (Some(entry), Some(trigger), Some(seq), Some(tokens), Some(context_window)) => {
+                Some(Through { entry: entry.clone(), trigger: trigger.clone(), seq, tokens, context_window })
+            }
             (None, ..) => None,
-            _ => return Err(Error::usage("--through needs --trigger, --seq, --tokens and --context-window")),
+            _ => {
+                return Err(Error::usage("--through needs --trigger, --seq, --tokens and --context-window"));
+            }
         };
         let options = Options { final_record: self.final_record, through };
         with_ledger(self.ledger.as_ref(), self.session.as_deref(), &self.store, &mut |source| {
             let ledger = Ledger::scan(source)?;
             if ledger.unparseable > 0 {
-                let _ = writeln!(io.err, "note: {}: {} unparseable lines passed over", source.describe(), ledger.unparseable);
+                let _ = writeln!(
+                    io.err,
+                    "note: {}: {} unparseable lines passed over",
+                    source.describe(),
+                    ledger.unparseable
+                );
             }
             for record in extract(&ledger, &options)? {
                 emit(io.out, record.to_line())?;

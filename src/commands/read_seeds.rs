@@ -44,7 +44,8 @@ impl Command for ReadSeedsArgs {
         if let Some(session_file) = &self.pi_session {
             let source = FileSource(session_file.clone());
             let ledger = Ledger::scan(&source)?;
-            let found: Vec<_> = pi_index_files(session_file, &ledger.session_id).into_iter().filter(|p| p.exists()).collect();
+            let found: Vec<_> =
+                pi_index_files(session_file, &ledger.session_id).into_iter().filter(|p| p.exists()).collect();
             if found.is_empty() {
                 return Err(Error::failed(format!("{}: no seed index beside it", session_file.display())));
             }

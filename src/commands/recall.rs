@@ -56,10 +56,9 @@ pub struct RecallArgs {
 impl Command for RecallArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let source = if self.fixed_strings { regex::escape(&self.pattern) } else { self.pattern.clone() };
-        let pattern = RegexBuilder::new(&source)
-            .case_insensitive(self.ignore_case)
-            .build()
-            .map_err(|e| Error::usage(format!("bad PATTERN {:?}: {}", self.pattern, e.to_string().replace('\n', " "))))?;
+        let pattern = RegexBuilder::new(&source).case_insensitive(self.ignore_case).build().map_err(|e| {
+            Error::usage(format!("bad PATTERN {:?}: {}", self.pattern, e.to_string().replace('\n', " ")))
+        })?;
         let fields = if self.field.is_empty() { Field::ALL.to_vec() } else { self.field.clone() };
         let store = self.store.open()?;
         let query = Query { pattern: &pattern, session: self.session.as_deref(), fields: &fields };

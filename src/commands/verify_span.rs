@@ -26,7 +26,9 @@ use super::extract_seeds::with_ledger;
 /// per line and no text; the exit status is 1 when any span is a mismatch or missing.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-verify-span", version, after_long_help = crate::cli::EXIT_STATUS)]
-#[command(override_usage = "ctxfold-verify-span [OPTIONS] LEDGER BLOCKID\n       ctxfold-verify-span [OPTIONS] --session ID BLOCKID")]
+#[command(
+    override_usage = "ctxfold-verify-span [OPTIONS] LEDGER BLOCKID\n       ctxfold-verify-span [OPTIONS] --session ID BLOCKID"
+)]
 pub struct VerifySpanArgs {
     /// LEDGER BLOCKID, or BLOCKID alone with --session (no BLOCKID with --batch)
     #[arg(value_name = "LEDGER|BLOCKID", num_args = 0..=2)]
@@ -52,7 +54,9 @@ impl Command for VerifySpanArgs {
         let (file, block_id) = match (self.session.is_some(), self.args.as_slice()) {
             (false, [ledger, block]) => (Some(PathBuf::from(ledger)), block.clone()),
             (true, [block]) => (None, block.clone()),
-            (false, _) => return Err(Error::usage("give LEDGER and BLOCKID (or --session ID and BLOCKID)")),
+            (false, _) => {
+                return Err(Error::usage("give LEDGER and BLOCKID (or --session ID and BLOCKID)"));
+            }
             (true, _) => return Err(Error::usage("with --session give BLOCKID only")),
         };
         if let Some(hex) = &self.sha256
@@ -91,7 +95,9 @@ impl VerifySpanArgs {
         let file = match (self.session.is_some(), self.args.as_slice()) {
             (false, [ledger]) => Some(PathBuf::from(ledger)),
             (true, []) => None,
-            _ => return Err(Error::usage("--batch takes LEDGER (or --session ID) and reads the spans on stdin")),
+            _ => {
+                return Err(Error::usage("--batch takes LEDGER (or --session ID) and reads the spans on stdin"));
+            }
         };
         let mut spans = Vec::new();
         for line in (&mut *io.stdin).lines() {

@@ -73,7 +73,9 @@ impl Blocks {
 
     pub(super) fn blocks(&mut self, value: &Value) -> Vec<Block> {
         let timestamp = value.get("timestamp").and_then(Value::as_str).unwrap_or_default();
-        let Some(payload) = value.get("payload") else { return Vec::new() };
+        let Some(payload) = value.get("payload") else {
+            return Vec::new();
+        };
         let field = |key: &str| payload.get(key).and_then(Value::as_str);
         match value.get("type").and_then(Value::as_str) {
             Some("compacted") => {
@@ -112,10 +114,15 @@ impl Blocks {
             "reasoning" => {
                 // Summary parts, then readable reasoning parts; never `encrypted_content`.
                 let anchor = self.unique(anchor());
-                parts(item.get("summary"), item.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default())
-                    .filter(|(_, kind, text)| matches!(*kind, "summary_text" | "reasoning_text" | "text") && !text.is_empty())
-                    .map(|(j, _, text)| Block::new(format!("a:{anchor}:p{j}"), BlockKind::Thinking, text.into()))
-                    .collect()
+                parts(
+                    item.get("summary"),
+                    item.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default(),
+                )
+                .filter(|(_, kind, text)| {
+                    matches!(*kind, "summary_text" | "reasoning_text" | "text") && !text.is_empty()
+                })
+                .map(|(j, _, text)| Block::new(format!("a:{anchor}:p{j}"), BlockKind::Thinking, text.into()))
+                .collect()
             }
             "function_call" | "custom_tool_call" | "local_shell_call" => {
                 let call_id = field("call_id").or_else(|| field("id")).unwrap_or_default().to_string();
@@ -128,7 +135,9 @@ impl Blocks {
                     "function_call" => field("arguments")
                         .and_then(|a| serde_json::from_str(a).ok())
                         .unwrap_or_else(|| serde_json::json!({})),
-                    "custom_tool_call" => serde_json::json!({ "input": field("input").unwrap_or_default() }),
+                    "custom_tool_call" => {
+                        serde_json::json!({ "input": field("input").unwrap_or_default() })
+                    }
                     _ => item.get("action").cloned().unwrap_or_else(|| serde_json::json!({})),
                 };
                 self.call_names.insert(call_id.clone(), name.clone());
@@ -137,7 +146,9 @@ impl Blocks {
                 vec![block]
             }
             _ if CALL_OUTPUT_TYPES.contains(&kind) => {
-                let Some(call_id) = field("call_id") else { return Vec::new() };
+                let Some(call_id) = field("call_id") else {
+                    return Vec::new();
+                };
                 let (text, image) = match item.get("output") {
                     Some(Value::Object(o)) => text_of(o.get("content"), &["input_text", "output_text", "text"]),
                     other => text_of(other, &["input_text", "output_text", "text"]),

@@ -162,7 +162,9 @@ impl Ledger<'_> {
     /// edit omits it, else the re-made blocks with ids suffixed `:edit:<editId>`.
     pub fn edited(&self, visit: &Visit<'_>, edit: usize) -> Option<Vec<Block>> {
         let edit_entry = &self.entries[edit];
-        let EntryKind::Edit { replacement, .. } = &edit_entry.kind else { return Some(visit.blocks.clone()) };
+        let EntryKind::Edit { replacement, .. } = &edit_entry.kind else {
+            return Some(visit.blocks.clone());
+        };
         let content = replacement.as_ref()?;
         let edit_id = edit_entry.id.as_deref().unwrap_or_default();
         Some(pi::edited_blocks(&visit.value, content, edit_id))

@@ -65,7 +65,9 @@ pub(super) fn blocks(value: &Value, line: &[u8]) -> Vec<Block> {
         Some("compaction" | "branch_summary") => {
             let summary = value.get("summary").and_then(Value::as_str).unwrap_or_default();
             match timestamp_text(value.get("timestamp")) {
-                Some(ts) if !summary.is_empty() => vec![Block::new(format!("s:{ts}"), BlockKind::Summary, summary.into())],
+                Some(ts) if !summary.is_empty() => {
+                    vec![Block::new(format!("s:{ts}"), BlockKind::Summary, summary.into())]
+                }
                 _ => Vec::new(),
             }
         }
@@ -75,7 +77,9 @@ pub(super) fn blocks(value: &Value, line: &[u8]) -> Vec<Block> {
 
 /// The blocks of the entry as a `context_edit` replaced its content, ids suffixed `:edit:<editId>`.
 pub(super) fn edited_blocks(value: &Value, content: &Value, edit_id: &str) -> Vec<Block> {
-    let Some(message) = value.get("message") else { return Vec::new() };
+    let Some(message) = value.get("message") else {
+        return Vec::new();
+    };
     let mut message = message.clone();
     let content = match content {
         Value::String(text) => serde_json::json!([{ "type": "text", "text": text }]),

@@ -113,7 +113,11 @@ impl Builder {
             code: Some(code(&block.id)),
             tool: Some(block.tool_label().to_string()),
             turn: Some(self.turn),
-            log: Log { bytes: Some(log_bytes(&block.text)), lines: Some(log_lines(&block.text)), extra: Default::default() },
+            log: Log {
+                bytes: Some(log_bytes(&block.text)),
+                lines: Some(log_lines(&block.text)),
+                extra: Default::default(),
+            },
             sha256: Some(sha256_hex(&block.text)),
             full_output_path: block.full_output_path.clone(),
             extra: Default::default(),

@@ -62,7 +62,6 @@ pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize>
 fn scan_index(path: &PathBuf) -> Result<(HashSet<String>, u64, bool)> {
     let mut held = HashSet::new();
     let mut last_seq = 0;
-    let ends_clean;
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((held, last_seq, true)),
@@ -70,7 +69,9 @@ fn scan_index(path: &PathBuf) -> Result<(HashSet<String>, u64, bool)> {
     };
     for line in BufReader::new(file).split(b'\n') {
         let line = line.with_path("read", path)?;
-        let Ok(value) = serde_json::from_slice::<Value>(&line) else { continue };
+        let Ok(value) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
         last_seq = last_seq.max(value.get("seq").and_then(Value::as_u64).unwrap_or(0));
         if value.get("harness").and_then(Value::as_str) == Some(HARNESS)
             && let Ok(record) = serde_json::from_value::<FoldIndex>(value)
@@ -78,7 +79,7 @@ fn scan_index(path: &PathBuf) -> Result<(HashSet<String>, u64, bool)> {
             held.insert(identity(&record));
         }
     }
-    ends_clean = last_byte(path)?.is_none_or(|b| b == b'\n');
+    let ends_clean = last_byte(path)?.is_none_or(|b| b == b'\n');
     Ok((held, last_seq, ends_clean))
 }
 

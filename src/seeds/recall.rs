@@ -77,7 +77,7 @@ pub struct Pulled {
 /// What recall reports, in order: a session's matches, then its spans, then a note if any.
 pub enum Event {
     Match(Match),
-    Span(Pulled),
+    Span(Box<Pulled>),
     Note(String),
 }
 
@@ -165,7 +165,7 @@ fn recall_session(
             Some(_) => Verified::Mismatch,
         };
         let text = if verified == Verified::Mismatch { String::new() } else { block.text.clone() };
-        emit(Event::Span(Pulled { session: session.into(), span, verified, from, text }))?;
+        emit(Event::Span(Box::new(Pulled { session: session.into(), span, verified, from, text })))?;
     }
     if missing > 0 {
         emit(Event::Note(format!("session {session}: {missing} spans of matching records not found in its ledger")))?;

@@ -42,7 +42,9 @@ impl Union {
         };
         let v = value.get("v").and_then(Value::as_u64).unwrap_or(1);
         if v > UNDERSTOOD {
-            return self.notes.push(format!("{at}: record version {v} is newer than this reader (v{UNDERSTOOD}), skipped"));
+            return self
+                .notes
+                .push(format!("{at}: record version {v} is newer than this reader (v{UNDERSTOOD}), skipped"));
         }
         let seq = value.get("seq").and_then(Value::as_u64);
         match (value.get("kind").and_then(Value::as_str), seq) {
@@ -105,7 +107,8 @@ mod tests {
 
     #[test]
     fn the_union_rules() {
-        let cases: &[(&[&str], &[(u64, &str)], usize)] = &[
+        type Case<'a> = (&'a [&'a str], &'a [(u64, &'a str)], usize);
+        let cases: &[Case<'_>] = &[
             (&[A1, B2], &[(1, "a1"), (2, "b2")], 0),
             (&[A1, B2, A1B], &[(2, "b2"), (1, "a1b")], 0),
             (&[A1, R1, B2], &[(2, "b2")], 0),

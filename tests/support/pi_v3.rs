@@ -56,7 +56,12 @@ fn entry(id: &str, parent: Option<&str>, ts: &str, rest: Value) -> Value {
 }
 
 fn user(id: &str, parent: Option<&str>, ms: u64, text: &str) -> Value {
-    entry(id, parent, "2026-08-01T10:00:00.000Z", json!({"message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ms}}))
+    entry(
+        id,
+        parent,
+        "2026-08-01T10:00:00.000Z",
+        json!({"message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ms}}),
+    )
 }
 
 fn assistant(id: &str, parent: &str, ms: u64, response_id: Option<&str>, content: Value) -> Value {
@@ -70,8 +75,13 @@ fn assistant(id: &str, parent: &str, ms: u64, response_id: Option<&str>, content
 }
 
 fn result(id: &str, parent: &str, ms: u64, call: &str, tool: &str, content: Value) -> Value {
-    entry(id, Some(parent), "2026-08-01T10:00:02.000Z", json!({"message": {"role": "toolResult", "toolCallId": call,
-        "toolName": tool, "content": content, "isError": false, "timestamp": ms}}))
+    entry(
+        id,
+        Some(parent),
+        "2026-08-01T10:00:02.000Z",
+        json!({"message": {"role": "toolResult", "toolCallId": call,
+        "toolName": tool, "content": content, "isError": false, "timestamp": ms}}),
+    )
 }
 
 /// The session's entries, one JSON value per line.
@@ -79,15 +89,34 @@ pub fn entries() -> Vec<Value> {
     vec![
         json!({"type": "session", "version": 3, "id": SESSION_ID, "timestamp": "2026-08-01T09:59:59.000Z", "cwd": CWD}),
         user("e0000001", None, 1000, "build the thing\nwith care"),
-        assistant("e0000002", "e0000001", 1001, Some("resp_1"), json!([
+        assistant(
+            "e0000002",
+            "e0000001",
+            1001,
+            Some("resp_1"),
+            json!([
             {"type": "thinking", "thinking": "let me run the tests", "thinkingSignature": "c2lnbmF0dXJl"},
-            {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "npm test", "timeout": 60}}])),
+            {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "npm test", "timeout": 60}}]),
+        ),
         result("e0000003", "e0000002", 1002, "c1", "bash", json!([{"type": "text", "text": large_output()}])),
         assistant("e0000004", "e0000003", 1003, None, json!([{"type": "text", "text": "the tests fail"}])),
         user("e0000005", Some("e0000004"), 1004, "fix src/lib.rs please"),
-        assistant("e0000006", "e0000005", 1005, Some("resp_2"), json!([
-            {"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "/work/proj/src/lib.rs"}}])),
-        result("e0000007", "e0000006", 1006, "c2", "read", json!([{"type": "text", "text": "fn main() {}\nerror[E0308]: mismatched types"}])),
+        assistant(
+            "e0000006",
+            "e0000005",
+            1005,
+            Some("resp_2"),
+            json!([
+            {"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "/work/proj/src/lib.rs"}}]),
+        ),
+        result(
+            "e0000007",
+            "e0000006",
+            1006,
+            "c2",
+            "read",
+            json!([{"type": "text", "text": "fn main() {}\nerror[E0308]: mismatched types"}]),
+        ),
         json!({"type": "context_edit", "id": "e0000008", "parentId": "e0000007", "timestamp": "2026-08-01T10:00:03.000Z",
             "targetId": "e0000007", "replacement": {"content": "[read of src/lib.rs trimmed] PLACEHOLDER_RESULT_42"}}),
         json!({"type": "context_edit", "id": "e0000009", "parentId": "e0000008", "timestamp": "2026-08-01T10:00:04.000Z",
@@ -97,16 +126,42 @@ pub fn entries() -> Vec<Value> {
             "details": {"readFiles": ["src/lib.rs"], "modifiedFiles": []}}),
         // An abandoned branch off the compaction.
         user("e0000011", Some("e0000010"), 1011, "try another way"),
-        assistant("e0000012", "e0000011", 1012, Some("resp_3"), json!([{"type": "text", "text": "abandoned branch reply"}])),
+        assistant(
+            "e0000012",
+            "e0000011",
+            1012,
+            Some("resp_3"),
+            json!([{"type": "text", "text": "abandoned branch reply"}]),
+        ),
         // The active branch, from the compaction again.
         user("e0000013", Some("e0000010"), 1013, "second try"),
-        assistant("e0000014", "e0000013", 1014, Some("resp_4"), json!([
+        assistant(
+            "e0000014",
+            "e0000013",
+            1014,
+            Some("resp_4"),
+            json!([
             {"type": "thinking", "thinking": "", "redacted": true, "thinkingSignature": "b3BhcXVl"},
             {"type": "thinking", "thinking": "consider the image"},
             {"type": "toolCall", "id": "call_x|fc_y", "name": "bash", "arguments": {"command": "cargo build --release"}},
-            {"type": "toolCall", "id": "c4", "name": "screenshot", "arguments": {}}])),
-        result("e0000015", "e0000014", 1015, "call_x|fc_y", "bash", json!([{"type": "text", "text": "Compiling ctxfold v0.1.0\nerror: could not compile `ctxfold`"}])),
-        result("e0000016", "e0000015", 1016, "c4", "screenshot", json!([{"type": "text", "text": "a screenshot"}, {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}])),
+            {"type": "toolCall", "id": "c4", "name": "screenshot", "arguments": {}}]),
+        ),
+        result(
+            "e0000015",
+            "e0000014",
+            1015,
+            "call_x|fc_y",
+            "bash",
+            json!([{"type": "text", "text": "Compiling ctxfold v0.1.0\nerror: could not compile `ctxfold`"}]),
+        ),
+        result(
+            "e0000016",
+            "e0000015",
+            1016,
+            "c4",
+            "screenshot",
+            json!([{"type": "text", "text": "a screenshot"}, {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]),
+        ),
         json!({"type": "compaction", "id": "e0000017", "parentId": "e0000016", "timestamp": "2026-08-01T10:00:06.000Z",
             "summary": "summary two", "firstKeptEntryId": "e0000013", "tokensBefore": 90000}),
         user("e0000018", Some("e0000017"), 1018, "continue"),

@@ -5,8 +5,18 @@ use serde_json::Value;
 
 /// Tools whose arguments carry a shell command.
 const SHELL_TOOLS: &[&str] = &[
-    "bash", "shell", "sh", "cmd", "exec", "run", "terminal", "run_command", "shell_command", "exec_command",
-    "local_shell", "container.exec",
+    "bash",
+    "shell",
+    "sh",
+    "cmd",
+    "exec",
+    "run",
+    "terminal",
+    "run_command",
+    "shell_command",
+    "exec_command",
+    "local_shell",
+    "container.exec",
 ];
 
 /// First words that make a `$ …` line a command.
@@ -62,9 +72,15 @@ mod tests {
     #[test]
     fn commands_are_the_command_text() {
         assert_eq!(command_of("bash", &json!({"command": "ls -la"})).as_deref(), Some("ls -la"));
-        assert_eq!(command_of("exec_command", &json!({"cmd": "cargo test", "workdir": "/r"})).as_deref(), Some("cargo test"));
+        assert_eq!(
+            command_of("exec_command", &json!({"cmd": "cargo test", "workdir": "/r"})).as_deref(),
+            Some("cargo test")
+        );
         assert_eq!(command_of("shell", &json!({"command": ["bash", "-lc", "rg foo"]})).as_deref(), Some("rg foo"));
-        assert_eq!(command_of("shell", &json!({"command": ["git", "commit", "-m", "a b"]})).as_deref(), Some("git commit -m 'a b'"));
+        assert_eq!(
+            command_of("shell", &json!({"command": ["git", "commit", "-m", "a b"]})).as_deref(),
+            Some("git commit -m 'a b'")
+        );
         assert_eq!(command_of("read", &json!({"path": "a"})), None);
         assert_eq!(prompt_command("$ npm test"), Some("npm test"));
         assert_eq!(prompt_command("$ 5.00 total"), None);

@@ -6,10 +6,41 @@
 
 /// Whole words that mark an error line as they are (case-sensitive).
 const WORDS: &[&str] = &[
-    "error", "Error", "ERROR", "FAIL", "FAILED", "FAILURE", "failed", "failure", "failures", "fails", "FATAL", "fatal",
-    "Fatal", "PANIC", "panic", "Panic", "panicked", "aborted", "Aborted", "exception", "Traceback", "ENOENT",
-    "ECONNREFUSED", "EACCES", "EPERM", "EADDRINUSE", "ECONNRESET", "ETIMEDOUT", "EEXIST", "ENOTDIR", "EISDIR",
-    "ENOSPC", "EPIPE", "EMFILE", "ELIFECYCLE",
+    "error",
+    "Error",
+    "ERROR",
+    "FAIL",
+    "FAILED",
+    "FAILURE",
+    "failed",
+    "failure",
+    "failures",
+    "fails",
+    "FATAL",
+    "fatal",
+    "Fatal",
+    "PANIC",
+    "panic",
+    "Panic",
+    "panicked",
+    "aborted",
+    "Aborted",
+    "exception",
+    "Traceback",
+    "ENOENT",
+    "ECONNREFUSED",
+    "EACCES",
+    "EPERM",
+    "EADDRINUSE",
+    "ECONNRESET",
+    "ETIMEDOUT",
+    "EEXIST",
+    "ENOTDIR",
+    "EISDIR",
+    "ENOSPC",
+    "EPIPE",
+    "EMFILE",
+    "ELIFECYCLE",
 ];
 
 /// Phrases that mark an error line wherever they appear.
@@ -39,8 +70,28 @@ const COUNTED: &[&str] = &["error", "errors", "failed", "failures", "failure", "
 /// Openings of source code lines: `error` in `catch (error) {` or `interface HookError` is code, not
 /// an error that happened.
 const CODE_OPENINGS: &[&str] = &[
-    "import ", "export ", "const ", "let ", "var ", "function ", "class ", "interface ", "type ", "pub ", "fn ",
-    "def ", "//", "/*", "* ", "#include", "} catch", "catch ", "if (", "return ", "throw new ", "raise ",
+    "import ",
+    "export ",
+    "const ",
+    "let ",
+    "var ",
+    "function ",
+    "class ",
+    "interface ",
+    "type ",
+    "pub ",
+    "fn ",
+    "def ",
+    "//",
+    "/*",
+    "* ",
+    "#include",
+    "} catch",
+    "catch ",
+    "if (",
+    "return ",
+    "throw new ",
+    "raise ",
 ];
 
 /// The marker of an error line (what made it one), or `None`.
@@ -61,9 +112,8 @@ pub fn marker(line: &str) -> Option<&str> {
             return Some(word);
         }
         // A class-like name: `TypeError`, `IOException`, `DeprecationWarning`.
-        let classy = ["Error", "Exception", "Warning"]
-            .iter()
-            .any(|suffix| word.len() > suffix.len() && word.ends_with(suffix));
+        let classy =
+            ["Error", "Exception", "Warning"].iter().any(|suffix| word.len() > suffix.len() && word.ends_with(suffix));
         if classy && word.as_bytes()[0].is_ascii_uppercase() {
             return Some(&line[at..at + word.len()]);
         }

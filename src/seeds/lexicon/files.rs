@@ -64,7 +64,9 @@ fn is_path(t: &str) -> bool {
 
 /// `path` relative to `cwd` when it lies under it; else as given.
 pub fn relative<'p>(path: &'p str, cwd: Option<&str>) -> &'p str {
-    let Some(cwd) = cwd.map(|c| c.trim_end_matches('/')).filter(|c| !c.is_empty()) else { return path };
+    let Some(cwd) = cwd.map(|c| c.trim_end_matches('/')).filter(|c| !c.is_empty()) else {
+        return path;
+    };
     match path.strip_prefix(cwd).and_then(|rest| rest.strip_prefix('/')) {
         Some(rest) if !rest.is_empty() => rest,
         _ => path,

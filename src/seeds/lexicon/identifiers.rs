@@ -44,7 +44,8 @@ fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
 
 fn is_uuid(t: &str) -> bool {
     let groups: Vec<_> = t.split('-').collect();
-    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]) && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// `1.2.3`, `v0.104.0-alpha.1`: three or four dotted numbers, optionally a `v` and a suffix that
