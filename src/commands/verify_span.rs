@@ -59,9 +59,7 @@ impl Command for VerifySpanArgs {
             }
             (true, _) => return Err(Error::usage("with --session give BLOCKID only")),
         };
-        if let Some(hex) = &self.sha256
-            && (hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
+        if let Some(hex) = self.sha256.as_ref().filter(|h| h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit())) {
             return Err(Error::usage(format!("--sha256 {hex:?} is not 64 hex digits")));
         }
         let wanted: HashSet<String> = [block_id.clone()].into();

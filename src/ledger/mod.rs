@@ -176,10 +176,9 @@ impl Ledger<'_> {
         // For every edit revision asked for: target entry -> edit entries.
         let mut edits_for: HashMap<usize, Vec<usize>> = HashMap::new();
         for id in wanted {
-            if let Some((_, edit_id)) = id.split_once(":edit:")
-                && let Some(at) = self.entries.iter().position(|e| e.id.as_deref() == Some(edit_id))
-                && let EntryKind::Edit { target: Some(target), .. } = self.entries[at].kind
-            {
+            let Some((_, edit_id)) = id.split_once(":edit:") else { continue };
+            let Some(at) = self.entries.iter().position(|e| e.id.as_deref() == Some(edit_id)) else { continue };
+            if let EntryKind::Edit { target: Some(target), .. } = self.entries[at].kind {
                 edits_for.entry(target).or_default().push(at);
             }
         }

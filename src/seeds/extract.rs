@@ -97,10 +97,10 @@ impl Builder {
             if let Some(marker) = errors::marker(line) {
                 self.errors.offer(errors::clip(line, MAX_ERROR_CHARS), marker, self.order);
             }
-            if block.kind == BlockKind::ToolResult
-                && let Some(command) = commands::prompt_command(line)
-            {
-                self.command(command.to_string());
+            if block.kind == BlockKind::ToolResult {
+                if let Some(command) = commands::prompt_command(line) {
+                    self.command(command.to_string());
+                }
             }
         }
         identifiers::identifiers(&block.text, |token| self.identifiers.offer(token, large, self.order));
@@ -235,10 +235,9 @@ impl ErrorPicker {
         while chosen.len() < MAX_ERRORS {
             let before = chosen.len();
             for (_, list) in &by_marker {
-                if let Some(&(i, _)) = list.get(round)
-                    && chosen.len() < MAX_ERRORS
-                {
-                    chosen.push(i);
+                match list.get(round) {
+                    Some(&(i, _)) if chosen.len() < MAX_ERRORS => chosen.push(i),
+                    _ => {}
                 }
             }
             if chosen.len() == before {

@@ -73,9 +73,10 @@ fn scan_index(path: &PathBuf) -> Result<(HashSet<String>, u64, bool)> {
             continue;
         };
         last_seq = last_seq.max(value.get("seq").and_then(Value::as_u64).unwrap_or(0));
-        if value.get("harness").and_then(Value::as_str) == Some(HARNESS)
-            && let Ok(record) = serde_json::from_value::<FoldIndex>(value)
-        {
+        if value.get("harness").and_then(Value::as_str) != Some(HARNESS) {
+            continue;
+        }
+        if let Ok(record) = serde_json::from_value::<FoldIndex>(value) {
             held.insert(identity(&record));
         }
     }

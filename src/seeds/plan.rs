@@ -64,9 +64,7 @@ pub fn plans(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<Plan>> {
             }
         }
     }
-    if options.final_record
-        && let Some(leaf) = ledger.leaf()
-    {
+    if let Some(leaf) = ledger.leaf().filter(|_| options.final_record) {
         let (tokens, window) = latest_usage(ledger, leaf + 1).map_or((None, None), |(t, w)| (Some(t), w));
         let seq = match &options.through {
             Some(t) => t.seq + 1,

@@ -36,11 +36,12 @@ pub fn command_of(tool: &str, args: &Value) -> Option<String> {
         Value::Array(argv) => {
             let argv: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
             // `["bash", "-lc", "cargo test"]` ran `cargo test`.
-            if let [shell, flag, script] = argv.as_slice()
-                && ["bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh"].contains(shell)
-                && ["-lc", "-c"].contains(flag)
-            {
-                return Some(script.to_string());
+            if let [shell, flag, script] = argv.as_slice() {
+                if ["bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh"].contains(shell)
+                    && ["-lc", "-c"].contains(flag)
+                {
+                    return Some(script.to_string());
+                }
             }
             let words: Vec<String> = argv.iter().map(|a| quote(a)).collect();
             Some(words.join(" ")).filter(|t| !t.is_empty())

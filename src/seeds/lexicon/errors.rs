@@ -147,10 +147,10 @@ fn zero_count(line: &str, words: &[(usize, &str)], i: usize) -> bool {
         return false;
     }
     let before = i.checked_sub(1).map(|p| words[p]);
-    if let Some((pat, "0")) = before
-        && line[pat + 1..at].trim().is_empty()
-    {
-        return true;
+    if let Some((pat, "0")) = before {
+        if line[pat + 1..at].trim().is_empty() {
+            return true;
+        }
     }
     let after = line[at + word.len()..].trim_start_matches([' ', ':', '=']);
     after.starts_with('0') && !after[1..].starts_with(|c: char| c.is_ascii_digit())
