@@ -255,3 +255,57 @@ fn bad_ledgers_get_one_line_errors_and_bad_lines_are_passed_over() {
     let run = env.run("ctxfold-extract-seeds", [pi.to_str().unwrap()]).ok();
     assert!(run.stderr.contains("1 unparseable lines passed over"), "{}", run.stderr);
 }
+
+/// A rollout in the newest Codex shape (0.169: `ordinal` on every line, `metadata` on response items,
+/// `world_state` and `token_usage_record` lines, `event_msg/item_completed`), with a `compacted` line.
+fn newest_codex(env: &Env) -> PathBuf {
+    let blob = format!("gAAAAB{}", "Qk1XWXZ6".repeat(200));
+    let lines = [
+        serde_json::json!({"timestamp": "2026-09-01T10:00:00.000Z", "ordinal": 0, "type": "session_meta", "payload": {"id": "019f0000-0000-7000-8000-000000000001", "cwd": "/home/u/repo", "cli_version": "0.169.0"}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:01.000Z", "ordinal": 1, "type": "world_state", "payload": {"anything": [1, 2]}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:02.000Z", "ordinal": 2, "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>cwd</environment_context>"}]}, "metadata": {"turn": 1}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:02.000Z", "ordinal": 3, "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "make the build pass"}], "metadata": {"x": 1}}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:03.000Z", "ordinal": 4, "type": "response_item", "payload": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "**Planning** the build"}], "content": null, "encrypted_content": blob}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:03.000Z", "ordinal": 5, "type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"cargo build\",\"workdir\":\"/home/u/repo\"}", "call_id": "call_A"}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:04.000Z", "ordinal": 6, "type": "response_item", "payload": {"type": "function_call_output", "call_id": "call_A", "output": "Process exited with code 101\nOutput:\nerror[E0425]: cannot find value `WIDGET_LIMIT_V2` in src/widget.rs"}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:04.500Z", "ordinal": 7, "type": "event_msg", "payload": {"type": "item_completed", "item": {"type": "CommandExecution"}}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:05.000Z", "ordinal": 8, "type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": 120000}, "model_context_window": 240000}}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:05.100Z", "ordinal": 9, "type": "token_usage_record", "payload": {"tokens": 5}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:06.000Z", "ordinal": 10, "type": "compacted", "payload": {"message": "the build failed on WIDGET_LIMIT_V2", "replacement_history": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "make the build pass"}]}], "window_number": 2}}),
+        serde_json::json!({"timestamp": "2026-09-01T10:00:07.000Z", "ordinal": 11, "type": "response_item", "payload": {"type": "message", "role": "assistant", "id": "msg_9", "content": [{"type": "output_text", "text": "fixed"}], "phase": "final_answer"}}),
+    ];
+    let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    text.push_str("{\"truncated\n");
+    let path = env.path("rollout-2026-09-01T10-00-00-019f0000-0000-7000-8000-000000000001.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn the_newest_codex_shape_and_a_compacted_line() {
+    let env = Env::new();
+    let file = newest_codex(&env);
+    let name = file.to_str().unwrap();
+    let run = env.run("ctxfold-extract-seeds", ["--final", name]).ok();
+    assert!(run.stderr.contains("1 unparseable lines"), "{}", run.stderr);
+    let all: Vec<Value> = run.stdout_text().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(all.len(), 2);
+    let compact = &all[0];
+    assert_eq!(compact["session"], "019f0000-0000-7000-8000-000000000001");
+    assert_eq!(compact["at"], "2026-09-01T10:00:06.000Z");
+    assert_eq!(compact["usage"], serde_json::json!({"tokens": 120000, "contextWindow": 240000, "fraction": 0.5}));
+    assert_eq!(span_ids(compact), ["a:t2026-09-01T10:00:03.000Z:p0", "r:call_A"]);
+    assert_eq!(compact["spans"][1]["tool"], "exec_command");
+    assert_eq!(compact["commands"], serde_json::json!(["cargo build"]));
+    assert_eq!(compact["userMessages"], serde_json::json!([{"turn": 1, "firstLine": "make the build pass"}]));
+    assert!(compact["identifiers"].as_array().unwrap().contains(&"WIDGET_LIMIT_V2".into()));
+    assert!(compact["files"].as_array().unwrap().contains(&"src/widget.rs".into()));
+    assert_eq!(compact["errors"][0], "error[E0425]: cannot find value `WIDGET_LIMIT_V2` in src/widget.rs");
+    let everything = run.stdout_text();
+    assert!(!everything.contains("gAAAAB") && !everything.contains("Qk1XWXZ6"), "encrypted reasoning indexed");
+    // The final record spans the compaction summary and the reply after it too.
+    assert_eq!(span_ids(&all[1])[2..], ["s:2026-09-01T10:00:06.000Z", "a:msg_9:p0"]);
+    let spans = spans(&all);
+    let run = env.run_with_stdin("ctxfold-verify-span", ["--batch", name], &batch_input(&spans)).ok();
+    assert_eq!(run.stdout_text().lines().filter(|l| l.ends_with("\tverified")).count(), spans.len());
+}
