@@ -30,17 +30,25 @@ pub fn extract(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<FoldIndex>>
     let mut builders: Vec<Builder> = plans.iter().map(|_| Builder::default()).collect();
     let cwd = ledger.cwd.as_deref();
     ledger.walk(|visit| {
+        // What the lexicons find in a block is worked out once, whichever records cover it.
+        let mut facts: Vec<Option<Facts<'_>>> = visit.blocks.iter().map(|_| None).collect();
         let mut edited: HashMap<usize, Option<Vec<Block>>> = HashMap::new();
         for (plan, builder) in plans.iter().zip(&mut builders) {
             if !plan.covers(visit.index) {
                 continue;
             }
-            let blocks = match plan.edits.get(&visit.index) {
-                None => Some(&visit.blocks),
-                Some(&edit) => edited.entry(edit).or_insert_with(|| ledger.edited(visit, edit)).as_ref(),
-            };
-            for block in blocks.into_iter().flatten() {
-                builder.add(block, plan, cwd);
+            match plan.edits.get(&visit.index) {
+                None => {
+                    for (block, facts) in visit.blocks.iter().zip(&mut facts) {
+                        builder.add(block, plan, cwd, facts);
+                    }
+                }
+                Some(&edit) => {
+                    let blocks = edited.entry(edit).or_insert_with(|| ledger.edited(visit, edit));
+                    for block in blocks.iter().flatten() {
+                        builder.add(block, plan, cwd, &mut None);
+                    }
+                }
             }
         }
         Ok(())
@@ -63,7 +71,7 @@ struct Builder {
 }
 
 impl Builder {
-    fn add(&mut self, block: &Block, plan: &Plan, cwd: Option<&str>) {
+    fn add<'b>(&mut self, block: &'b Block, plan: &Plan, cwd: Option<&str>, facts: &mut Option<Facts<'b>>) {
         self.order += 1;
         match block.kind {
             BlockKind::User => {
@@ -90,24 +98,23 @@ impl Builder {
         if !folded {
             return;
         }
-        self.span(block);
-        let large = block.kind == BlockKind::ToolResult && block.text.len() >= LARGE_OUTPUT_BYTES;
-        for line in block.text.lines() {
-            let line = line.trim();
-            if let Some(marker) = errors::marker(line) {
-                self.errors.offer(errors::clip(line, MAX_ERROR_CHARS), marker, self.order);
-            }
-            if block.kind == BlockKind::ToolResult {
-                if let Some(command) = commands::prompt_command(line) {
-                    self.command(command.to_string());
-                }
-            }
+        let facts = facts.get_or_insert_with(|| Facts::of(block));
+        self.span(block, &facts.sha256);
+        for &(line, marker) in &facts.errors {
+            self.errors.offer(line, marker, self.order);
         }
-        identifiers::identifiers(&block.text, |token| self.identifiers.offer(token, large, self.order));
-        files::paths_in(&block.text, |p| self.output_file(p, cwd));
+        for command in &facts.commands {
+            self.command(command.to_string());
+        }
+        for token in &facts.identifiers {
+            self.identifiers.offer(token, facts.large, self.order);
+        }
+        for path in &facts.paths {
+            self.output_file(path, cwd);
+        }
     }
 
-    fn span(&mut self, block: &Block) {
+    fn span(&mut self, block: &Block, sha256: &str) {
         let span = Span {
             block_id: block.id.clone(),
             code: Some(code(&block.id)),
@@ -118,7 +125,7 @@ impl Builder {
                 lines: Some(log_lines(&block.text)),
                 extra: Default::default(),
             },
-            sha256: Some(sha256_hex(&block.text)),
+            sha256: Some(sha256.to_string()),
             full_output_path: block.full_output_path.clone(),
             extra: Default::default(),
         };
@@ -180,6 +187,45 @@ impl Builder {
             spans: self.spans,
             extra: Default::default(),
         }
+    }
+}
+
+/// What the lexicons find in one folded block, borrowed from its text.
+struct Facts<'b> {
+    sha256: String,
+    /// From a large tool output: its identifiers rank first.
+    large: bool,
+    /// (the clipped line, its marker)
+    errors: Vec<(&'b str, &'b str)>,
+    commands: Vec<&'b str>,
+    identifiers: Vec<&'b str>,
+    paths: Vec<&'b str>,
+}
+
+impl<'b> Facts<'b> {
+    fn of(block: &'b Block) -> Self {
+        let text = block.text.as_str();
+        let result = block.kind == BlockKind::ToolResult;
+        let mut facts = Facts {
+            sha256: sha256_hex(text),
+            large: result && text.len() >= LARGE_OUTPUT_BYTES,
+            errors: Vec::new(),
+            commands: Vec::new(),
+            identifiers: Vec::new(),
+            paths: Vec::new(),
+        };
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(marker) = errors::marker(line) {
+                facts.errors.push((errors::clip(line, MAX_ERROR_CHARS), marker));
+            }
+            if let Some(command) = commands::prompt_command(line).filter(|_| result) {
+                facts.commands.push(command);
+            }
+        }
+        identifiers::identifiers(text, |token| facts.identifiers.push(token));
+        files::paths_in(text, |path| facts.paths.push(path));
+        facts
     }
 }
 

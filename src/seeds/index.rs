@@ -1,12 +1,13 @@
 //! The store's seed index: records for folded sessions appended to
 //! `<store>/context-fold/<session-id>/seed-index.jsonl`. The file is a union other writers append
-//! to (the Pi extension's own records are merged into it), so it is only ever extended: the old
-//! bytes are copied as they are, the new lines added, and the whole renamed into place.
+//! to (the Pi extension's own records are merged into it), so it is only ever appended to, in one
+//! `O_APPEND` write per session, never rewritten.
 
 use std::collections::HashSet;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -15,7 +16,7 @@ use super::plan::Options;
 use super::record::{FoldIndex, HARNESS};
 use crate::error::{IoContext, Result};
 use crate::ledger::{Ledger, StoreSource};
-use crate::store::atomic::Pending;
+use crate::store::atomic::sync_parent;
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id, create_private_dir};
 
@@ -41,25 +42,36 @@ pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize>
     if fresh.is_empty() {
         return Ok(0);
     }
-    create_private_dir(path.parent().expect("the index has a folder"))?;
-    let mut pending = Pending::new_in(&store.tmp_dir(), "seed-index")?;
-    if let Ok(mut old) = File::open(&path) {
-        std::io::copy(&mut old, &mut pending).with_path("copy", &path)?;
-        if !ends_clean {
-            pending.write_all(b"\n").with_path("write", &path)?;
-        }
+    // One buffer, one append: a line cut short by a crash is closed before ours start.
+    let mut buffer = Vec::new();
+    if !ends_clean {
+        buffer.push(b'\n');
     }
     for mut record in fresh.iter().cloned() {
         last_seq += 1;
         record.seq = last_seq;
-        writeln!(pending, "{}", record.to_line()).with_path("write", &path)?;
+        buffer.extend_from_slice(record.to_line().as_bytes());
+        buffer.push(b'\n');
     }
-    pending.commit(&path, true)?;
+    append(&path, &buffer)?;
     Ok(fresh.len())
 }
 
+/// Append `bytes` with `O_APPEND` (never rewriting what other writers put there), then fsync; a new
+/// file (mode 0600) has its directory fsynced too.
+fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+    create_private_dir(path.parent().expect("the index has a folder"))?;
+    let created = !path.exists();
+    let mut file = OpenOptions::new().create(true).append(true).mode(0o600).open(path).with_path("open", path)?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).with_path("append to", path)?;
+    if created {
+        sync_parent(path)?;
+    }
+    Ok(())
+}
+
 /// The identities of ctxfold's records in the file, its highest seq, and whether it ends in `\n`.
-fn scan_index(path: &PathBuf) -> Result<(HashSet<String>, u64, bool)> {
+fn scan_index(path: &Path) -> Result<(HashSet<String>, u64, bool)> {
     let mut held = HashSet::new();
     let mut last_seq = 0;
     let file = match File::open(path) {
@@ -84,7 +96,7 @@ fn scan_index(path: &PathBuf) -> Result<(HashSet<String>, u64, bool)> {
     Ok((held, last_seq, ends_clean))
 }
 
-fn last_byte(path: &PathBuf) -> Result<Option<u8>> {
+fn last_byte(path: &Path) -> Result<Option<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = File::open(path).with_path("open", path)?;
     if file.metadata().with_path("stat", path)?.len() == 0 {

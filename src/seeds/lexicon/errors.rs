@@ -4,6 +4,10 @@
 //! It finds everything the extension's lexicon finds, minus its false positives (zero counts such as
 //! `0 failed` or `errors: 0`), plus errno texts (`No such file or directory`) and more `E…` codes.
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+
 /// Whole words that mark an error line as they are (case-sensitive).
 const WORDS: &[&str] = &[
     "error",
@@ -94,10 +98,46 @@ const CODE_OPENINGS: &[&str] = &[
     "raise ",
 ];
 
+/// Substrings every word of [`WORDS`], every `Fail…` and every `…Error`/`…Exception`/`…Warning`
+/// holds: a line with none of them needs no word-by-word look (most lines of output).
+const WORD_HINTS: &[&str] = &[
+    "rror",
+    "RROR",
+    "ail",
+    "AIL",
+    "atal",
+    "ATAL",
+    "anic",
+    "ANIC",
+    "bort",
+    "xception",
+    "raceback",
+    "arning",
+    "ENOENT",
+    "ECONN",
+    "EACCES",
+    "EPERM",
+    "EADDR",
+    "ETIMEDOUT",
+    "EEXIST",
+    "ENOTDIR",
+    "EISDIR",
+    "ENOSPC",
+    "EPIPE",
+    "EMFILE",
+    "ELIFECYCLE",
+];
+
+static PHRASE_FINDER: LazyLock<AhoCorasick> = LazyLock::new(|| AhoCorasick::new(PHRASES).expect("fixed patterns"));
+static HINT_FINDER: LazyLock<AhoCorasick> = LazyLock::new(|| AhoCorasick::new(WORD_HINTS).expect("fixed patterns"));
+
 /// The marker of an error line (what made it one), or `None`.
 pub fn marker(line: &str) -> Option<&str> {
-    if let Some(phrase) = PHRASES.iter().find(|p| line.contains(**p)) {
-        return Some(phrase);
+    if let Some(found) = PHRASE_FINDER.find(line) {
+        return Some(PHRASES[found.pattern().as_usize()]);
+    }
+    if !HINT_FINDER.is_match(line) {
+        return None;
     }
     let body = line.trim_start_matches(['+', '-', ' ', '\t']);
     if CODE_OPENINGS.iter().any(|o| body.starts_with(o)) || body.ends_with('{') || body.ends_with(';') {
