@@ -45,14 +45,16 @@ use crate::seeds::plan::{Options, Through};
 ///
 /// Codex blocks (the same model mapped onto a rollout; only `response_item` and `compacted` lines make
 /// blocks, `replacement_history` never does, encrypted reasoning never does): a `message` with role
-/// `user` is `u:<line timestamp>` (its `input_text` parts joined by `\n`; one that opens with
+/// `user` is `u:<line timestamp>` (its `input_text` and `text` parts joined by `\n`; one that opens with
 /// `<environment_context>`, `<user_instructions>`, `<permissions instructions>`, `<INSTRUCTIONS>`,
 /// `# AGENTS.md instructions`, `<turn_aborted>` or `<user_shell_command>` is harness context: no
 /// turn, no userMessages entry); a `message` with role `assistant` gives `a:<A>:p<j>` for each
-/// non-empty `output_text` part j; a `reasoning` item gives `a:<A>:p<j>` for each non-empty
+/// non-empty `output_text` (or `text`) part j; a `reasoning` item gives `a:<A>:p<j>` for each non-empty
 /// `summary_text` part, then `reasoning_text` part, j counting over `summary` then `content`; a
-/// `function_call_output` or `custom_tool_call_output` is `r:<call_id>` (its `output` string, or the
-/// text parts of an array joined by `\n`; `tool` is the name of the call with that call_id); a
+/// `function_call_output` or `custom_tool_call_output` is `r:<call_id>` (its `output` string as is, else the
+/// `input_text`, `output_text` and `text` parts of the `output` array, or of an `output` object's
+/// `content`, joined by `\n`; one holding an image gets no span; `tool` is the name of the call with
+/// that call_id, else `tool`); a
 /// `compacted` line with a non-empty `message` is `s:<line timestamp>`. The anchor A is the item's
 /// `id`, else `t<line timestamp>`. Rollout items share timestamps: the k-th use (k ≥ 2) of an anchor in
 /// the file (counted apart for `u:` ids and for `a:` anchors, assistant and reasoning items together) becomes

@@ -142,9 +142,9 @@ impl Ledger<'_> {
         let mut index = 0;
         while let Some(line) = lines.next_line()? {
             let Some(value) = parse(line) else { continue };
-            let Some(entry) = self.entries.get(index) else {
-                return Err(Error::failed(format!("{} changed while it was read", self.source.describe())));
-            };
+            // A live session may have grown since the first pass: its appended entries wait for
+            // the next read (the prefix read first is what every plan was made from).
+            let Some(entry) = self.entries.get(index) else { break };
             let blocks = match self.format {
                 Format::Pi => pi::blocks(&value, line),
                 Format::Codex => codex.blocks(&value),
@@ -153,7 +153,7 @@ impl Ledger<'_> {
             index += 1;
         }
         if index != self.entries.len() {
-            return Err(Error::failed(format!("{} changed while it was read", self.source.describe())));
+            return Err(Error::failed(format!("{} shrank while it was read", self.source.describe())));
         }
         Ok(())
     }
