@@ -101,3 +101,26 @@ fn recall_pulls_verified_spans_from_the_source_then_from_the_store() {
     env.run("ctxfold", ["recall", "no-such-needle-anywhere"]).fails(1);
     env.run("ctxfold", ["recall", "("]).fails(2).one_line_error("bad PATTERN");
 }
+
+#[test]
+fn recall_serves_v1_spans_unverified_and_withholds_mismatches() {
+    let env = Env::new();
+    folded(&env);
+    let v1 = r#"{"v":1,"kind":"fold-index","session":"pi","seq":1,"at":"x","trigger":"threshold","errors":["npm ERR! code ELIFECYCLE"],"spans":[{"blockId":"r:c1","tool":"bash","turn":1,"log":{"path":"/spool/log.jsonl","byteStart":0,"byteEnd":10}}]}"#;
+    let zeros = "0".repeat(64);
+    let bad = format!(
+        r#"{{"v":2,"kind":"fold-index","session":"pi","seq":2,"at":"y","trigger":"cap","identifiers":["{}"],"spans":[{{"blockId":"r:c1","code":"0qq769","log":{{"bytes":1,"lines":1}},"sha256":"{zeros}"}}]}}"#,
+        pi_v3::HEX_ID
+    );
+    std::fs::create_dir_all(index_file(&env, "pi").parent().unwrap()).unwrap();
+    std::fs::write(index_file(&env, "pi"), format!("{v1}\n{bad}\n")).unwrap();
+    let out = env.run("ctxfold", ["recall", "-F", "ELIFECYCLE"]).ok().stdout_text();
+    assert!(
+        out.contains("blockId=r:c1 code=? tool=bash turn=1 bytes=? lines=? verified=unverified from=file ==="),
+        "{out}"
+    );
+    assert!(out.contains("npm ERR! code ELIFECYCLE"));
+    let out = env.run("ctxfold", ["recall", pi_v3::HEX_ID]).ok().stdout_text();
+    assert!(out.contains("verified=mismatch"), "{out}");
+    assert!(!out.contains("INFO step"), "a mismatched span's text is withheld: {out}");
+}
