@@ -129,5 +129,10 @@ fn usage(tokens: Option<u64>, window: Option<u64>) -> Option<Usage> {
         (Some(t), Some(w)) if w > 0 => Some((t as f64 / w as f64 * 1000.0).round() / 1000.0),
         _ => None,
     };
-    Some(Usage { tokens, context_window: window, fraction, extra: Default::default() })
+    Some(Usage {
+        tokens: tokens.map(Into::into),
+        context_window: window.map(Into::into),
+        fraction,
+        extra: Default::default(),
+    })
 }

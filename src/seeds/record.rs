@@ -49,8 +49,12 @@ pub struct FoldIndex {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
-    pub tokens: Option<u64>,
-    pub context_window: Option<u64>,
+    // Numbers as written: other writers may spell counts as floats.
+    #[serde(default)]
+    pub tokens: Option<serde_json::Number>,
+    #[serde(default)]
+    pub context_window: Option<serde_json::Number>,
+    #[serde(default)]
     pub fraction: Option<f64>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,

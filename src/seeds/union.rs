@@ -100,7 +100,8 @@ mod tests {
         (records, notes)
     }
 
-    const A1: &str = r#"{"v":2,"kind":"fold-index","seq":1,"at":"a1","spans":[]}"#;
+    const A1: &str =
+        r#"{"v":2,"kind":"fold-index","seq":1,"at":"a1","spans":[],"usage":{"tokens":9.5e4,"contextWindow":2e5}}"#;
     const A1B: &str = r#"{"v":2,"kind":"fold-index","seq":1,"at":"a1b"}"#;
     const B2: &str = r#"{"v":2,"kind":"fold-index","seq":2,"at":"b2"}"#;
     const R1: &str = r#"{"v":2,"kind":"fold-retract","seq":1,"at":"r"}"#;
