@@ -124,3 +124,17 @@ fn recall_serves_v1_spans_unverified_and_withholds_mismatches() {
     assert!(out.contains("verified=mismatch"), "{out}");
     assert!(!out.contains("INFO step"), "a mismatched span's text is withheld: {out}");
 }
+
+#[test]
+fn seeds_reports_a_session_it_cannot_index_and_indexes_the_others() {
+    let env = Env::new();
+    folded(&env);
+    let other = env.path("notes.jsonl");
+    std::fs::write(&other, "{\"note\":\"not a session\"}\n").unwrap();
+    fold(&env, &other, "notes");
+    let run = env.run("ctxfold", ["seeds"]).fails(1);
+    assert!(run.stderr.contains("notes:"), "{}", run.stderr);
+    assert!(index_file(&env, "pi").exists() && index_file(&env, "codex").exists());
+    let run = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();
+    assert_eq!(run.stdout_text().lines().count(), 3);
+}
