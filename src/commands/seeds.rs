@@ -1,7 +1,5 @@
 //! `ctxfold seeds`: index folded sessions into the store's seed index.
 
-use std::io::Write;
-
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::Result;
 use crate::seeds::index_folded_session;
