@@ -81,7 +81,13 @@ fn is_symbol(t: &str) -> bool {
     let marked = b[1..].iter().any(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, b'_' | b'$'));
     // Shouted English (`ERROR`, `TODO`) is not an identifier; `RECALL_SLICE_TOKEN_CAP` is.
     let shouted = b.iter().all(u8::is_ascii_uppercase);
-    head_ok && body_ok && marked && !shouted && !KEYWORDS.contains(&t)
+    // A long run of mixed case and digits with no `_` is base64 or a key, an opaque blob.
+    let blob = t.len() > 32
+        && !t.contains('_')
+        && b.iter().any(u8::is_ascii_uppercase)
+        && b.iter().any(u8::is_ascii_lowercase)
+        && b.iter().any(u8::is_ascii_digit);
+    head_ok && body_ok && marked && !shouted && !blob && !KEYWORDS.contains(&t)
 }
 
 #[cfg(test)]
@@ -121,6 +127,7 @@ mod tests {
     fn words_and_blobs_are_not() {
         assert!(all("ERROR the Hello world deadbeef and TODO").is_empty());
         assert!(all(&"aB".repeat(100)).is_empty());
+        assert!(all("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk").is_empty());
         assert!(all("M3.492.997.107-.775.418 319.192.694.801.576").iter().all(|t| !t.contains('.')));
     }
 }
