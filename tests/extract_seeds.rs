@@ -309,3 +309,22 @@ fn the_newest_codex_shape_and_a_compacted_line() {
     let run = env.run_with_stdin("ctxfold-verify-span", ["--batch", name], &batch_input(&spans)).ok();
     assert_eq!(run.stdout_text().lines().filter(|l| l.ends_with("\tverified")).count(), spans.len());
 }
+
+#[test]
+fn a_lone_surrogate_reads_as_the_extension_hashes_it() {
+    let env = Env::new();
+    let file = pi_v3::write(env.dir.path());
+    let line = r#"{"type":"message","id":"e0000020","parentId":"e0000019","timestamp":"t","message":{"role":"toolResult","toolCallId":"c9","toolName":"bash","content":[{"type":"text","text":"cut \ud83d"}],"isError":false,"timestamp":2000}}"#;
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(line);
+    text.push('\n');
+    std::fs::write(&file, text).unwrap();
+    let name = file.to_str().unwrap();
+    let last = records(&env, &["--final", name]).pop().unwrap();
+    let span = last["spans"].as_array().unwrap().iter().find(|s| s["blockId"] == "r:c9").unwrap().clone();
+    // Node: sha256 of the UTF-8 encoding, the lone surrogate as U+FFFD.
+    assert_eq!(span["sha256"], ctxfold::digest::Digest::of("cut \u{fffd}".as_bytes()).to_hex());
+    assert_eq!(span["log"]["bytes"], 7);
+    let run = env.run("ctxfold-verify-span", [name, "r:c9", "--sha256", span["sha256"].as_str().unwrap()]).ok();
+    assert_eq!(run.stdout, "cut \u{fffd}".as_bytes());
+}

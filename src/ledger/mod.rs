@@ -11,6 +11,7 @@ pub mod block;
 mod codex;
 mod pi;
 pub mod source;
+mod surrogates;
 
 use std::collections::{HashMap, HashSet};
 
@@ -205,7 +206,11 @@ impl Ledger<'_> {
 fn parse(line: &[u8]) -> Option<Value> {
     match serde_json::from_slice::<Value>(line) {
         Ok(value @ Value::Object(_)) => Some(value),
-        _ => None,
+        Ok(_) => None,
+        Err(_) => match serde_json::from_slice::<Value>(&surrogates::repair(line)?) {
+            Ok(value @ Value::Object(_)) => Some(value),
+            _ => None,
+        },
     }
 }
 
