@@ -50,7 +50,7 @@ fn seeds_appends_only_what_is_new_and_keeps_other_writers_lines() {
     assert_eq!(lines[0], theirs);
     let seqs: Vec<u64> =
         lines[1..].iter().map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, [6, 7, 8]);
+    assert_eq!(seqs, [1_000_001, 1_000_002, 1_000_003]);
 
     let before = Env::snapshot(&env.store.join("context-fold"));
     let again = env.run("ctxfold", ["seeds", "--json", "pi"]).ok();
@@ -72,7 +72,7 @@ fn recall_pulls_verified_spans_from_the_source_then_from_the_store() {
 
     let run = env.run("ctxfold", ["recall", "ELIFECYCLE"]).ok();
     let out = run.stdout_text();
-    assert!(out.contains("# session pi seq 1 errors: npm ERR! code ELIFECYCLE"), "{out}");
+    assert!(out.contains("# session pi seq 1000001 errors: npm ERR! code ELIFECYCLE"), "{out}");
     assert!(out.contains("=== recall session=pi blockId=r:c1 code=0qq769 tool=bash turn=1 bytes="), "{out}");
     assert!(out.contains("verified=yes from=file ==="), "{out}");
     assert!(out.contains(&pi_v3::large_output()), "the whole span");

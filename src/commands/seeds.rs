@@ -12,7 +12,8 @@ use crate::store::Store;
 /// `ctxfold-extract-seeds --final` gives them — from the session streamed out of the store, and append
 /// those not yet there to `<store>/context-fold/<session-id>/seed-index.jsonl`. The file is
 /// append-only and shared with other writers (the Pi extension's records are merged into it): a re-run
-/// adds only what is new, and new records take seqs after the highest one in the file. A session that
+/// adds only what is new. New records take seqs after the highest one in the file and above 1000000,
+/// clear of the small seqs the extension's records bring when they are merged in later. A session that
 /// cannot be indexed (not a Pi or Codex ledger) is reported on stderr and the others are indexed; the
 /// exit status is then 1.
 #[derive(Debug, clap::Parser)]

@@ -26,18 +26,23 @@ pub fn index_path(store: &Store, session_id: &str) -> Result<PathBuf> {
     Ok(store.context_fold_dir().join(session_id).join("seed-index.jsonl"))
 }
 
+/// The seqs ctxfold gives the store's records start above this.
+pub const STORE_SEQ_BASE: u64 = 1_000_000;
+
 /// Extract a folded session's records (one per compaction, and a final one over its active branch)
 /// and append those the store's index does not hold yet. Returns how many were appended.
 ///
 /// A record counts as held when a record of ctxfold's with the same content (seq aside) is in the
-/// file; new records take the seqs after the highest one there, so they never void another
-/// writer's records.
+/// file. New records take seqs after the highest one there and above [`STORE_SEQ_BASE`]: the
+/// extension's records, merged in later with its own small seqs, then never share a seq with ours
+/// (the union's latest-per-seq rule would void one of the two).
 pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize> {
     let source = StoreSource { store, manifest };
     let ledger = Ledger::scan(&source)?;
     let records = extract(&ledger, &Options { final_record: true, through: None })?;
     let path = index_path(store, &manifest.session.id)?;
-    let (held, mut last_seq, ends_clean) = scan_index(&path)?;
+    let (held, last_seq, ends_clean) = scan_index(&path)?;
+    let mut last_seq = last_seq.max(STORE_SEQ_BASE);
     let fresh: Vec<FoldIndex> = records.into_iter().filter(|r| !held.contains(&identity(r))).collect();
     if fresh.is_empty() {
         return Ok(0);
