@@ -25,6 +25,9 @@ _ctxfold() {
             ctxfold,clone)
                 cmd="ctxfold__subcmd__clone"
                 ;;
+            ctxfold,extract-seeds)
+                cmd="ctxfold__subcmd__extract__subcmd__seeds"
+                ;;
             ctxfold,fold)
                 cmd="ctxfold__subcmd__fold"
                 ;;
@@ -52,11 +55,20 @@ _ctxfold() {
             ctxfold,mirror)
                 cmd="ctxfold__subcmd__mirror"
                 ;;
+            ctxfold,read-seeds)
+                cmd="ctxfold__subcmd__read__subcmd__seeds"
+                ;;
+            ctxfold,recall)
+                cmd="ctxfold__subcmd__recall"
+                ;;
             ctxfold,remote)
                 cmd="ctxfold__subcmd__remote"
                 ;;
             ctxfold,restore)
                 cmd="ctxfold__subcmd__restore"
+                ;;
+            ctxfold,seeds)
+                cmd="ctxfold__subcmd__seeds"
                 ;;
             ctxfold,split)
                 cmd="ctxfold__subcmd__split"
@@ -69,6 +81,9 @@ _ctxfold() {
                 ;;
             ctxfold,sync)
                 cmd="ctxfold__subcmd__sync"
+                ;;
+            ctxfold,verify-span)
+                cmd="ctxfold__subcmd__verify__subcmd__span"
                 ;;
             ctxfold,write-manifest)
                 cmd="ctxfold__subcmd__write__subcmd__manifest"
@@ -89,7 +104,7 @@ _ctxfold() {
 
     case "${cmd}" in
         ctxfold)
-            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror fold restore materialize ls status stats fsck gc remote sync clone"
+            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span fold restore materialize ls status stats fsck gc remote sync clone seeds recall"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -178,6 +193,51 @@ _ctxfold() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o plusdirs
                     fi
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ctxfold__subcmd__extract__subcmd__seeds)
+            opts="-h -V --session --final --through --trigger --seq --tokens --context-window --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --through)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --trigger)
+                    COMPREPLY=($(compgen -W "threshold cap" -- "${cur}"))
+                    return 0
+                    ;;
+                --seq)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --store)
@@ -387,6 +447,75 @@ _ctxfold() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ctxfold__subcmd__read__subcmd__seeds)
+            opts="-h -V --pi-session --session --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --pi-session)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ctxfold__subcmd__recall)
+            opts="-F -i -l -h -V --session --field --fixed-strings --ignore-case --list --json --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --field)
+                    COMPREPLY=($(compgen -W "identifiers errors files commands" -- "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ctxfold__subcmd__remote)
             opts="-h -V --help --version add remove list"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -521,6 +650,27 @@ _ctxfold() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ctxfold__subcmd__seeds)
+            opts="-h -V --json --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ctxfold__subcmd__split)
             opts="-h -V --write --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -620,6 +770,35 @@ _ctxfold() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o plusdirs
                     fi
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ctxfold__subcmd__verify__subcmd__span)
+            opts="-h -V --batch --sha256 --session --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --sha256)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --store)

@@ -35,6 +35,9 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "write-manifest" -d 
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "cat-manifest" -d 'Write a folded session\'s original bytes to stdout, verified as they stream'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "list-sessions" -d 'List the session files found, with the fields their manifests would record (JSON Lines)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "mirror" -d 'Commit the store\'s current state to the ctxfold branch of a git repository, and print the commit id'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "extract-seeds" -d 'Extract seed index v2 records (`fold-index`) from a Pi session or a Codex rollout'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "read-seeds" -d 'Print the union of seed-index files: the records that stand, one JSON line each'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "verify-span" -d 'Print a span\'s block text after checking it against its sha256'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fold" -d 'Fold sessions into the store (a dry run unless --apply)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "restore" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "materialize" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
@@ -46,6 +49,8 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "gc" -d 'Remove obje
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "remote" -d 'Add, remove or list the git remotes the store syncs with'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "sync" -d 'Sync the store with a git remote: mirror, fetch, merge, commit, push'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "clone" -d 'Make an empty store a copy of a remote\'s: the remote becomes `origin`, then the store syncs'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "seeds" -d 'Index folded sessions into the store\'s seed index'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "recall" -d 'Grep the seed index of every folded session and pull back whole spans, verified'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand help" -s a -l all -d 'List every command'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand help" -s h -l help -d 'Print help'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand hash-object" -l level -d 'zstd level for new objects' -r
@@ -98,6 +103,28 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -l git -d 'The m
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand mirror" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l session -d 'Read the folded session with this id out of the store' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l through -d 'Give the record of one fold event up to this entry (a Pi entry id or a line number)' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l trigger -d 'The fold event\'s trigger' -r -f -a "threshold\t''
+cap\t''"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l seq -d 'The fold event\'s seq' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l tokens -d 'The context\'s size in tokens at the fold event' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l context-window -d 'The model\'s context window in tokens' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -l final -d 'Add a `compact` record over the whole active branch'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand extract-seeds" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand read-seeds" -l pi-session -d 'Read the extension\'s seed index of this Pi session file' -r -F
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand read-seeds" -l session -d 'Read the store\'s seed index of this session' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand read-seeds" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand read-seeds" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand read-seeds" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -l sha256 -d 'The span\'s sha256 (hex): the text is printed only if it matches' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -l session -d 'Read the folded session with this id out of the store' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -l batch -d 'Check the spans listed on stdin (`BLOCKID<TAB>SHA256` lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l field-threshold -d 'String values whose raw token is at least this many bytes become field parts' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l max-json-line-bytes -d 'Lines longer than this (with their newline) are not parsed, only chunked' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l cdc-min-bytes -d 'FastCDC minimum chunk size for the bytes between fields' -r
@@ -169,3 +196,19 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l store -d 'The 
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l json -d 'One JSON object instead of text'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -l json -d 'JSON Lines: `{"session":…,"appended":N}` per session'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -l session -d 'Only this session' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -l field -d 'Only these fields of the records [default: all four]' -r -f -a "identifiers\t''
+errors\t''
+files\t''
+commands\t''"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s F -l fixed-strings -d 'PATTERN is a fixed string'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s i -l ignore-case -d 'Ignore case'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s l -l list -d 'List the spans (headers only), without their text'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -l json -d 'JSON Lines'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s V -l version -d 'Print version'

@@ -3,6 +3,7 @@
 
 pub mod cat_manifest;
 pub mod cat_object;
+pub mod extract_seeds;
 pub mod fold;
 pub mod fsck;
 pub mod gc;
@@ -10,12 +11,16 @@ pub mod hash_object;
 pub mod list_sessions;
 pub mod ls;
 pub mod mirror;
+pub mod read_seeds;
+pub mod recall;
 pub mod remote;
 pub mod restore;
+pub mod seeds;
 pub mod split;
 pub mod stats;
 pub mod status;
 pub mod sync;
+pub mod verify_span;
 pub mod write_manifest;
 
 use crate::cli::{Level, Spec};
@@ -31,6 +36,9 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<cat_manifest::CatManifestArgs>(Level::Plumbing),
         Spec::of::<list_sessions::ListSessionsArgs>(Level::Plumbing),
         Spec::of::<mirror::MirrorArgs>(Level::Plumbing),
+        Spec::of::<extract_seeds::ExtractSeedsArgs>(Level::Plumbing),
+        Spec::of::<read_seeds::ReadSeedsArgs>(Level::Plumbing),
+        Spec::of::<verify_span::VerifySpanArgs>(Level::Plumbing),
         Spec::of::<fold::FoldArgs>(Level::Porcelain),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
         Spec::of::<ls::LsArgs>(Level::Porcelain),
@@ -41,6 +49,8 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<remote::RemoteArgs>(Level::Porcelain),
         Spec::of::<sync::SyncArgs>(Level::Porcelain),
         Spec::of::<sync::CloneArgs>(Level::Porcelain),
+        Spec::of::<seeds::SeedsArgs>(Level::Porcelain),
+        Spec::of::<recall::RecallArgs>(Level::Porcelain),
     ]
 }
 

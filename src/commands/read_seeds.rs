@@ -1,0 +1,81 @@
+//! `ctxfold-read-seeds`: the union of seed-index files under the contract's rules.
+
+use std::path::PathBuf;
+
+use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::error::{Error, Result};
+use crate::ledger::{FileSource, Ledger};
+use crate::seeds::index::index_path;
+use crate::seeds::union::{Union, pi_index_files};
+
+/// Print the union of seed-index files: the records that stand, one JSON line each
+///
+/// The union follows the seed index contract: for a seq that appears more than once the latest
+/// `fold-index` record stands; a `fold-retract` line voids the records of its seq appended before it,
+/// and a record appended after it may reuse the seq and stands on its own. Files are read in the order
+/// given, as one stream. Fields a record has and this reader does not know are kept; v1 records are
+/// read (their spans carry no sha256: recall serves them unverified), v3 records (errors and commands
+/// as objects) are understood, and records with a higher `v` are skipped with a note on stderr, as are
+/// lines that are not records. Records are printed in the order their lines were appended.
+///
+/// `--pi-session FILE` reads the Pi extension's own files for that session, where it keeps them:
+/// `<dir>/spool/<id>/seed-index.jsonl` (v1), then `<dir>/context-fold/<id>/seed-index.jsonl`, `<dir>`
+/// being the folder of the session file and `<id>` the id in its header. `--session ID` reads the
+/// store's `context-fold/<ID>/seed-index.jsonl`.
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-read-seeds", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct ReadSeedsArgs {
+    /// Seed-index files (JSON Lines)
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub files: Vec<PathBuf>,
+    /// Read the extension's seed index of this Pi session file
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub pi_session: Option<PathBuf>,
+    /// Read the store's seed index of this session
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl Command for ReadSeedsArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let mut files = self.files.clone();
+        if let Some(session_file) = &self.pi_session {
+            let source = FileSource(session_file.clone());
+            let ledger = Ledger::scan(&source)?;
+            let found: Vec<_> = pi_index_files(session_file, &ledger.session_id)
+                .into_iter()
+                .filter(|p| p.exists())
+                .collect();
+            if found.is_empty() {
+                return Err(Error::failed(format!(
+                    "{}: no seed index beside it",
+                    session_file.display()
+                )));
+            }
+            files.extend(found);
+        }
+        if let Some(id) = &self.session {
+            files.push(index_path(&self.store.open()?, id)?);
+        }
+        if files.is_empty() {
+            return Err(Error::usage(
+                "name a seed-index FILE, --pi-session FILE or --session ID",
+            ));
+        }
+        let mut union = Union::default();
+        for file in &files {
+            if !union.read_file(file)? {
+                return Err(Error::failed(format!("{}: no such file", file.display())));
+            }
+        }
+        for note in &union.notes {
+            let _ = writeln!(io.err, "note: {note}");
+        }
+        for record in union.records() {
+            emit(io.out, record.to_line())?;
+        }
+        Ok(Status::Success)
+    }
+}

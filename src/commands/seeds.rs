@@ -1,0 +1,74 @@
+//! `ctxfold seeds`: index folded sessions into the store's seed index.
+
+use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::error::Result;
+use crate::seeds::index_folded_session;
+use crate::store::Store;
+
+/// Index folded sessions into the store's seed index
+///
+/// For each folded session (every one in the store when none is named), extract its seed records —
+/// one `compact` record per compaction and one over its whole active branch, as
+/// `ctxfold-extract-seeds --final` gives them — from the session streamed out of the store, and append
+/// those not yet there to `<store>/context-fold/<session-id>/seed-index.jsonl`. The file is
+/// append-only and shared with other writers (the Pi extension's records are merged into it): a re-run
+/// adds only what is new. New records take seqs after the highest one in the file and above 1000000,
+/// clear of the small seqs the extension's records bring when they are merged in later. A session that
+/// cannot be indexed (not a Pi or Codex ledger) is reported on stderr and the others are indexed; the
+/// exit status is then 1.
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-seeds", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct SeedsArgs {
+    /// Folded session ids [default: every folded session]
+    #[arg(value_name = "SESSION")]
+    pub sessions: Vec<String>,
+    /// JSON Lines: `{"session":…,"appended":N}` per session
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl Command for SeedsArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let store = self.store.open()?;
+        let manifests = match self.sessions.is_empty() {
+            true => store
+                .manifest_files()?
+                .iter()
+                .map(|p| Store::load_manifest_file(p))
+                .collect::<Result<Vec<_>>>()?,
+            false => self
+                .sessions
+                .iter()
+                .map(|id| store.load_manifest(id))
+                .collect::<Result<Vec<_>>>()?,
+        };
+        let mut failed = 0;
+        for manifest in &manifests {
+            let id = &manifest.session.id;
+            // One session that is no Pi or Codex ledger must not keep the others unindexed.
+            let appended = match index_folded_session(&store, manifest) {
+                Ok(n) => n,
+                Err(e) => {
+                    failed += 1;
+                    let _ = writeln!(io.err, "ctxfold seeds: {id}: {e}");
+                    continue;
+                }
+            };
+            if self.json {
+                emit(
+                    io.out,
+                    serde_json::json!({ "session": id, "appended": appended }),
+                )?;
+            } else {
+                emit(io.out, format!("{id}\t{appended} new records"))?;
+            }
+        }
+        Ok(if failed == 0 {
+            Status::Success
+        } else {
+            Status::Negative
+        })
+    }
+}

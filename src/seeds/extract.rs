@@ -1,0 +1,402 @@
+//! Extraction: a ledger's blocks fed through the lexicons into one record per plan, capped and
+//! clipped as the contract says. Deterministic: the same ledger and options give the same records.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::error::Result;
+use crate::ledger::block::{code, log_bytes, log_lines, sha256_hex};
+use crate::ledger::{Block, BlockKind, Ledger};
+
+use super::lexicon::{commands, errors, files, identifiers, user};
+use super::plan::{Options, Plan, plans};
+use super::record::{FoldIndex, HARNESS, Log, Span, UserMessage, VERSION};
+
+pub const MAX_IDENTIFIERS: usize = 64;
+pub const MAX_ERRORS: usize = 24;
+pub const MAX_ERROR_CHARS: usize = 240;
+pub const MAX_FIRST_LINE_CHARS: usize = 200;
+const MAX_COMMANDS: usize = 48;
+const MAX_OUTPUT_FILES: usize = 64;
+const MAX_INPUT_FILES: usize = 256;
+/// A tool output this large is where summaries lose identifiers: its tokens come first.
+const LARGE_OUTPUT_BYTES: usize = 2048;
+/// Bounds on candidates held while a record is built (memory, not output).
+const MAX_ERROR_CANDIDATES: usize = 512;
+const MAX_IDENTIFIER_CANDIDATES: usize = 16384;
+
+/// The records of `ledger` under `options`, in seq order.
+pub fn extract(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<FoldIndex>> {
+    let plans = plans(ledger, options)?;
+    let mut builders: Vec<Builder> = plans.iter().map(|_| Builder::default()).collect();
+    let cwd = ledger.cwd.as_deref();
+    ledger.walk(|visit| {
+        // What the lexicons find in a block is worked out once, whichever records cover it.
+        let mut facts: Vec<Option<Facts<'_>>> = visit.blocks.iter().map(|_| None).collect();
+        let mut edited: HashMap<usize, Option<Vec<Block>>> = HashMap::new();
+        for (plan, builder) in plans.iter().zip(&mut builders) {
+            if !plan.covers(visit.index) {
+                continue;
+            }
+            match plan.edits.get(&visit.index) {
+                None => {
+                    for (block, facts) in visit.blocks.iter().zip(&mut facts) {
+                        builder.add(block, plan, cwd, facts);
+                    }
+                }
+                Some(&edit) => {
+                    let blocks = edited
+                        .entry(edit)
+                        .or_insert_with(|| ledger.edited(visit, edit));
+                    for block in blocks.iter().flatten() {
+                        builder.add(block, plan, cwd, &mut None);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(plans
+        .into_iter()
+        .zip(builders)
+        .map(|(plan, builder)| builder.finish(plan, &ledger.session_id))
+        .collect())
+}
+
+#[derive(Default)]
+struct Builder {
+    turn: u64,
+    order: u64,
+    user_messages: Vec<UserMessage>,
+    spans: Vec<Span>,
+    span_at: HashMap<String, usize>,
+    files: Vec<String>,
+    input_files: usize,
+    commands: VecDeque<String>,
+    errors: ErrorPicker,
+    identifiers: IdentifierPicker,
+}
+
+impl Builder {
+    fn add<'b>(
+        &mut self,
+        block: &'b Block,
+        plan: &Plan,
+        cwd: Option<&str>,
+        facts: &mut Option<Facts<'b>>,
+    ) {
+        self.order += 1;
+        match block.kind {
+            BlockKind::User => {
+                self.turn += 1;
+                if let Some(first_line) = user::first_line(&block.text, MAX_FIRST_LINE_CHARS) {
+                    self.user_messages.push(UserMessage {
+                        turn: self.turn,
+                        first_line,
+                        extra: Default::default(),
+                    });
+                }
+                return;
+            }
+            BlockKind::Context => return,
+            BlockKind::ToolCall => {
+                if let Some(call) = &block.call {
+                    if let Some(command) = commands::command_of(&call.name, &call.args) {
+                        self.command(command);
+                    }
+                    files::call_paths(&call.args, |p| self.input_file(p, cwd));
+                }
+                return;
+            }
+            _ => {}
+        }
+        let folded = block.spannable()
+            && (!plan.fold_event
+                || matches!(block.kind, BlockKind::ToolResult | BlockKind::Thinking));
+        if !folded {
+            return;
+        }
+        let facts = facts.get_or_insert_with(|| Facts::of(block));
+        self.span(block, &facts.sha256);
+        for &(line, marker) in &facts.errors {
+            self.errors.offer(line, marker, self.order);
+        }
+        for command in &facts.commands {
+            self.command(command.to_string());
+        }
+        for token in &facts.identifiers {
+            self.identifiers.offer(token, facts.large, self.order);
+        }
+        for path in &facts.paths {
+            self.output_file(path, cwd);
+        }
+    }
+
+    fn span(&mut self, block: &Block, sha256: &str) {
+        let span = Span {
+            block_id: block.id.clone(),
+            code: Some(code(&block.id)),
+            tool: Some(block.tool_label().to_string()),
+            turn: Some(self.turn),
+            log: Log {
+                bytes: Some(log_bytes(&block.text)),
+                lines: Some(log_lines(&block.text)),
+                extra: Default::default(),
+            },
+            sha256: Some(sha256.to_string()),
+            full_output_path: block.full_output_path.clone(),
+            extra: Default::default(),
+        };
+        // A resolver serves the latest block of an id: so does the record.
+        if let Some(&at) = self.span_at.get(&block.id) {
+            self.spans[at] = span;
+        } else {
+            self.span_at.insert(block.id.clone(), self.spans.len());
+            self.spans.push(span);
+        }
+    }
+
+    /// Commands favour recent ones: past the cap, the oldest goes.
+    fn command(&mut self, command: String) {
+        if let Some(at) = self.commands.iter().position(|c| *c == command) {
+            self.commands.remove(at);
+        }
+        self.commands.push_back(command);
+        if self.commands.len() > MAX_COMMANDS {
+            self.commands.pop_front();
+        }
+    }
+
+    fn input_file(&mut self, path: &str, cwd: Option<&str>) {
+        if self.input_files < MAX_INPUT_FILES && self.push_file(files::relative(path, cwd)) {
+            self.input_files += 1;
+        }
+    }
+
+    fn output_file(&mut self, path: &str, cwd: Option<&str>) {
+        if self.files.len() < self.input_files + MAX_OUTPUT_FILES {
+            self.push_file(files::relative(path, cwd));
+        }
+    }
+
+    fn push_file(&mut self, path: &str) -> bool {
+        let fresh = !path.is_empty() && !self.files.iter().any(|f| f == path);
+        if fresh {
+            self.files.push(path.to_string());
+        }
+        fresh
+    }
+
+    fn finish(self, plan: Plan, session: &str) -> FoldIndex {
+        FoldIndex {
+            v: VERSION,
+            kind: "fold-index".into(),
+            harness: HARNESS.into(),
+            session: session.into(),
+            seq: plan.seq,
+            at: plan.at,
+            trigger: plan.trigger,
+            usage: plan.usage,
+            files: self.files,
+            commands: self.commands.into_iter().map(Into::into).collect(),
+            errors: self.errors.pick().into_iter().map(Into::into).collect(),
+            identifiers: self.identifiers.pick(),
+            user_messages: self.user_messages,
+            spans: self.spans,
+            extra: Default::default(),
+        }
+    }
+}
+
+/// What the lexicons find in one folded block, borrowed from its text.
+struct Facts<'b> {
+    sha256: String,
+    /// From a large tool output: its identifiers rank first.
+    large: bool,
+    /// (the clipped line, its marker)
+    errors: Vec<(&'b str, &'b str)>,
+    commands: Vec<&'b str>,
+    identifiers: Vec<&'b str>,
+    paths: Vec<&'b str>,
+}
+
+impl<'b> Facts<'b> {
+    fn of(block: &'b Block) -> Self {
+        let text = block.text.as_str();
+        let result = block.kind == BlockKind::ToolResult;
+        let mut facts = Facts {
+            sha256: sha256_hex(text),
+            large: result && text.len() >= LARGE_OUTPUT_BYTES,
+            errors: Vec::new(),
+            commands: Vec::new(),
+            identifiers: Vec::new(),
+            paths: Vec::new(),
+        };
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(marker) = errors::marker(line) {
+                facts
+                    .errors
+                    .push((errors::clip(line, MAX_ERROR_CHARS), marker));
+            }
+            if let Some(command) = commands::prompt_command(line).filter(|_| result) {
+                facts.commands.push(command);
+            }
+        }
+        identifiers::identifiers(text, |token| facts.identifiers.push(token));
+        files::paths_in(text, |path| facts.paths.push(path));
+        facts
+    }
+}
+
+/// Error lines, one per shape, spread over markers so that one noisy kind cannot fill every slot.
+#[derive(Default)]
+struct ErrorPicker {
+    candidates: Vec<ErrorCandidate>,
+}
+
+struct ErrorCandidate {
+    line: String,
+    shape: String,
+    marker: String,
+    last: u64,
+}
+
+impl ErrorPicker {
+    fn offer(&mut self, line: &str, marker: &str, order: u64) {
+        let shape = errors::shape(line);
+        if let Some(seen) = self.candidates.iter_mut().find(|c| c.shape == shape) {
+            seen.last = order;
+            return;
+        }
+        self.candidates.push(ErrorCandidate {
+            line: line.into(),
+            shape,
+            marker: marker.into(),
+            last: order,
+        });
+        if self.candidates.len() > MAX_ERROR_CANDIDATES {
+            // Drop the oldest of the most crowded marker.
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for c in &self.candidates {
+                *counts.entry(c.marker.as_str()).or_default() += 1;
+            }
+            let crowded = counts
+                .into_iter()
+                .max_by_key(|(m, n)| (*n, *m))
+                .map(|(m, _)| m.to_string());
+            let at = self
+                .candidates
+                .iter()
+                .position(|c| Some(&c.marker) == crowded.as_ref())
+                .unwrap_or(0);
+            self.candidates.remove(at);
+        }
+    }
+
+    /// Round-robin over markers (most recently seen first), newest line of each first; output in
+    /// the order the lines were first seen.
+    fn pick(self) -> Vec<String> {
+        let mut by_marker: Vec<(String, Vec<(usize, u64)>)> = Vec::new();
+        for (i, c) in self.candidates.iter().enumerate() {
+            match by_marker.iter_mut().find(|(m, _)| *m == c.marker) {
+                Some((_, list)) => list.push((i, c.last)),
+                None => by_marker.push((c.marker.clone(), vec![(i, c.last)])),
+            }
+        }
+        for (_, list) in &mut by_marker {
+            list.sort_by_key(|&(i, last)| (std::cmp::Reverse(last), i));
+        }
+        by_marker.sort_by_key(|(m, list)| (std::cmp::Reverse(list[0].1), m.clone()));
+        let mut chosen = Vec::new();
+        let mut round = 0;
+        while chosen.len() < MAX_ERRORS {
+            let before = chosen.len();
+            for (_, list) in &by_marker {
+                match list.get(round) {
+                    Some(&(i, _)) if chosen.len() < MAX_ERRORS => chosen.push(i),
+                    _ => {}
+                }
+            }
+            if chosen.len() == before {
+                break;
+            }
+            round += 1;
+        }
+        chosen.sort_unstable();
+        let mut candidates: Vec<Option<ErrorCandidate>> =
+            self.candidates.into_iter().map(Some).collect();
+        chosen
+            .into_iter()
+            .filter_map(|i| candidates[i].take().map(|c| c.line))
+            .collect()
+    }
+}
+
+#[derive(Default)]
+struct IdentifierPicker {
+    candidates: HashMap<String, IdentifierCandidate>,
+}
+
+#[derive(Clone, Copy)]
+struct IdentifierCandidate {
+    count: u32,
+    large: bool,
+    last: u64,
+}
+
+impl IdentifierPicker {
+    fn offer(&mut self, token: &str, large: bool, order: u64) {
+        match self.candidates.get_mut(token) {
+            Some(c) => {
+                c.count = c.count.saturating_add(1);
+                c.large |= large;
+                c.last = order;
+            }
+            None => {
+                self.candidates.insert(
+                    token.to_string(),
+                    IdentifierCandidate {
+                        count: 1,
+                        large,
+                        last: order,
+                    },
+                );
+                if self.candidates.len() > MAX_IDENTIFIER_CANDIDATES {
+                    self.prune(MAX_IDENTIFIER_CANDIDATES / 4);
+                }
+            }
+        }
+    }
+
+    fn ranked(&self) -> Vec<(&String, &IdentifierCandidate)> {
+        let mut all: Vec<_> = self.candidates.iter().collect();
+        // From large tool outputs first, then rarer, longer, more recent; the token breaks ties.
+        all.sort_by(|(a, x), (b, y)| {
+            y.large
+                .cmp(&x.large)
+                .then(x.count.min(4).cmp(&y.count.min(4)))
+                .then(b.len().cmp(&a.len()))
+                .then(y.last.cmp(&x.last))
+                .then(a.cmp(b))
+        });
+        all
+    }
+
+    fn prune(&mut self, keep: usize) {
+        let kept: std::collections::HashSet<String> = self
+            .ranked()
+            .into_iter()
+            .take(keep)
+            .map(|(t, _)| t.clone())
+            .collect();
+        self.candidates.retain(|t, _| kept.contains(t));
+    }
+
+    fn pick(self) -> Vec<String> {
+        self.ranked()
+            .into_iter()
+            .take(MAX_IDENTIFIERS)
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+}

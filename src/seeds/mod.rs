@@ -1,0 +1,13 @@
+//! The seed index: records of what a session's folded history holds (files, commands, errors,
+//! identifiers, user intents) with span pointers back into its ledger, as `seed-index-v2.md` and the
+//! context-fold extension define them. Extraction, the union reader, the store's index and recall.
+
+pub mod extract;
+pub mod index;
+pub mod lexicon;
+pub mod plan;
+pub mod recall;
+pub mod record;
+pub mod union;
+
+pub use index::index_folded_session;

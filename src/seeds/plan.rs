@@ -1,0 +1,185 @@
+//! Which records a ledger gives and which entries each covers, decided from the skeleton alone:
+//! one `compact` record per compaction (the branch before its first kept entry, with the edits
+//! current at that point), a `--final` record over the whole active branch, or a fold event
+//! `--through` an entry (the context view: what follows the latest compaction).
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::ledger::{EntryKind, Ledger};
+
+use super::record::Usage;
+
+/// A fold event a live harness reports (`--through`).
+#[derive(Debug, Clone)]
+pub struct Through {
+    pub entry: String,
+    pub trigger: String,
+    pub seq: u64,
+    pub tokens: u64,
+    pub context_window: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub final_record: bool,
+    pub through: Option<Through>,
+}
+
+pub struct Plan {
+    pub seq: u64,
+    pub trigger: String,
+    pub at: String,
+    pub usage: Option<Usage>,
+    /// Fold events fold only tool results and thinking; compact records every non-user block.
+    pub fold_event: bool,
+    cover: Vec<u64>,
+    /// target entry -> the `context_edit` entry current for it.
+    pub edits: HashMap<usize, usize>,
+}
+
+impl Plan {
+    pub fn covers(&self, index: usize) -> bool {
+        self.cover
+            .get(index / 64)
+            .is_some_and(|w| w & (1 << (index % 64)) != 0)
+    }
+}
+
+pub fn plans(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<Plan>> {
+    let mut plans = Vec::new();
+    if let Some(through) = &options.through {
+        let Some(end) = ledger.find_entry(&through.entry) else {
+            return Err(Error::failed(format!(
+                "--through {}: no such entry in the ledger",
+                through.entry
+            )));
+        };
+        plans.push(through_plan(ledger, end, through));
+    } else {
+        for (k, entry) in ledger.entries.iter().enumerate() {
+            if let EntryKind::Compaction { first_kept, tokens } = entry.kind {
+                let path = ledger.path_to(k);
+                let before = &path[..path.len() - 1];
+                let limit = first_kept.unwrap_or(k);
+                let covered = before.iter().copied().filter(|&i| i < limit);
+                let tokens = tokens.or_else(|| latest_usage(ledger, k).map(|u| u.0));
+                let window = latest_usage(ledger, k).and_then(|u| u.1);
+                plans.push(plan(
+                    ledger,
+                    plans.len() as u64 + 1,
+                    "compact",
+                    k,
+                    covered,
+                    usage(tokens, window),
+                    false,
+                ));
+            }
+        }
+    }
+    if let Some(leaf) = ledger.leaf().filter(|_| options.final_record) {
+        let (tokens, window) =
+            latest_usage(ledger, leaf + 1).map_or((None, None), |(t, w)| (Some(t), w));
+        let seq = match &options.through {
+            Some(t) => t.seq + 1,
+            None => plans.len() as u64 + 1,
+        };
+        plans.push(plan(
+            ledger,
+            seq,
+            "compact",
+            leaf,
+            ledger.path_to(leaf),
+            usage(tokens, window),
+            false,
+        ));
+    }
+    Ok(plans)
+}
+
+fn through_plan(ledger: &Ledger<'_>, end: usize, through: &Through) -> Plan {
+    let path = ledger.path_to(end);
+    // The context view starts at the latest compaction's first kept entry (Codex: the compaction).
+    let start = path
+        .iter()
+        .rev()
+        .find_map(|&i| match ledger.entries[i].kind {
+            EntryKind::Compaction { first_kept, .. } => Some(first_kept.unwrap_or(i).min(i)),
+            _ => None,
+        })
+        .unwrap_or(0);
+    let covered = path.into_iter().filter(|&i| i >= start);
+    let usage = usage(Some(through.tokens), Some(through.context_window));
+    plan(
+        ledger,
+        through.seq,
+        &through.trigger,
+        end,
+        covered,
+        usage,
+        true,
+    )
+}
+
+fn plan(
+    ledger: &Ledger<'_>,
+    seq: u64,
+    trigger: &str,
+    at: usize,
+    covered: impl IntoIterator<Item = usize>,
+    usage: Option<Usage>,
+    fold_event: bool,
+) -> Plan {
+    let mut cover = vec![0u64; ledger.entries.len().div_ceil(64)];
+    for i in covered {
+        cover[i / 64] |= 1 << (i % 64);
+    }
+    // The latest edit per target appended before the record's own entry.
+    let mut edits = HashMap::new();
+    for (i, entry) in ledger.entries.iter().enumerate().take(at + 1) {
+        if let EntryKind::Edit {
+            target: Some(target),
+            ..
+        } = entry.kind
+        {
+            edits.insert(target, i);
+        }
+    }
+    Plan {
+        seq,
+        trigger: trigger.into(),
+        at: ledger.entries[at].timestamp.clone(),
+        usage,
+        fold_event,
+        cover,
+        edits,
+    }
+}
+
+/// The latest context size reported before entry `before`: (tokens, window).
+fn latest_usage(ledger: &Ledger<'_>, before: usize) -> Option<(u64, Option<u64>)> {
+    ledger.entries[..before]
+        .iter()
+        .rev()
+        .find_map(|e| match e.kind {
+            EntryKind::Usage { tokens, window } => Some((tokens, window)),
+            EntryKind::Message {
+                tokens: Some(tokens),
+            } => Some((tokens, None)),
+            _ => None,
+        })
+}
+
+fn usage(tokens: Option<u64>, window: Option<u64>) -> Option<Usage> {
+    tokens?;
+    let fraction = match (tokens, window) {
+        (Some(t), Some(w)) if w > 0 => Some((t as f64 / w as f64 * 1000.0).round() / 1000.0),
+        _ => None,
+    };
+    Some(Usage {
+        tokens: tokens.map(Into::into),
+        context_window: window.map(Into::into),
+        fraction,
+        extra: Default::default(),
+    })
+}

@@ -1,0 +1,216 @@
+//! Recall: grep the union of every session's seed records in the store, then pull the whole spans of
+//! the matching records whose text matches too, located in the session's ledger (the source file when
+//! it is still there and the right size, else the folded session) and checked against their sha256.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use regex::Regex;
+
+use super::record::{FoldIndex, Span, command_text, error_text};
+use super::union::Union;
+use crate::error::Result;
+use crate::ledger::{FileSource, Ledger, Source, StoreSource};
+use crate::store::Store;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Field {
+    Identifiers,
+    Errors,
+    Files,
+    Commands,
+}
+
+impl Field {
+    pub const ALL: [Field; 4] = [
+        Field::Identifiers,
+        Field::Errors,
+        Field::Files,
+        Field::Commands,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Identifiers => "identifiers",
+            Field::Errors => "errors",
+            Field::Files => "files",
+            Field::Commands => "commands",
+        }
+    }
+
+    fn values(self, record: &FoldIndex) -> Vec<&str> {
+        match self {
+            Field::Identifiers => record.identifiers.iter().map(String::as_str).collect(),
+            Field::Files => record.files.iter().map(String::as_str).collect(),
+            Field::Errors => record.errors.iter().filter_map(error_text).collect(),
+            Field::Commands => record.commands.iter().filter_map(command_text).collect(),
+        }
+    }
+}
+
+/// A record value the pattern matched.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Match {
+    pub session: String,
+    pub seq: u64,
+    pub field: &'static str,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verified {
+    /// The text's sha256 is the span's.
+    Yes,
+    /// The span carries no sha256 (v1): served as found.
+    Unverified,
+    /// The text differs from what the span recorded: not served.
+    Mismatch,
+}
+
+/// A span pulled back.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    pub session: String,
+    pub span: Span,
+    pub verified: Verified,
+    /// `file` (the source ledger) or `store` (the folded session).
+    pub from: &'static str,
+    pub text: String,
+}
+
+/// What recall reports, in order: a session's matches, then its spans, then a note if any.
+pub enum Event {
+    Match(Match),
+    Span(Box<Pulled>),
+    Note(String),
+}
+
+pub struct Query<'a> {
+    pub pattern: &'a Regex,
+    pub session: Option<&'a str>,
+    pub fields: &'a [Field],
+}
+
+pub fn recall(
+    store: &Store,
+    query: &Query<'_>,
+    emit: &mut dyn FnMut(Event) -> Result<()>,
+) -> Result<()> {
+    let dir = store.context_fold_dir();
+    let mut sessions: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    sessions.sort();
+    for session in sessions {
+        if query.session.is_some_and(|s| s != session) {
+            continue;
+        }
+        let mut union = Union::default();
+        if !union.read_file(&dir.join(&session).join("seed-index.jsonl"))? {
+            continue;
+        }
+        recall_session(store, &session, union.records(), query, emit)?;
+    }
+    Ok(())
+}
+
+fn recall_session(
+    store: &Store,
+    session: &str,
+    records: Vec<FoldIndex>,
+    query: &Query<'_>,
+    emit: &mut dyn FnMut(Event) -> Result<()>,
+) -> Result<()> {
+    // The spans of matching records, once each (compact records repeat earlier spans).
+    let mut spans: Vec<Span> = Vec::new();
+    let mut seen = HashSet::new();
+    for record in &records {
+        let mut matched = false;
+        for &field in query.fields {
+            for value in field.values(record) {
+                if query.pattern.is_match(value) {
+                    matched = true;
+                    let (seq, value) = (record.seq, value.to_string());
+                    emit(Event::Match(Match {
+                        session: session.into(),
+                        seq,
+                        field: field.name(),
+                        value,
+                    }))?;
+                }
+            }
+        }
+        if matched {
+            for span in &record.spans {
+                if seen.insert((span.block_id.clone(), span.sha256.clone())) {
+                    spans.push(span.clone());
+                }
+            }
+        }
+    }
+    if spans.is_empty() {
+        return Ok(());
+    }
+    let Ok(manifest) = store.load_manifest(session) else {
+        return emit(Event::Note(format!(
+            "session {session}: not folded in this store, spans not pulled"
+        )));
+    };
+    let source_path = Path::new(&manifest.session.rollout_path);
+    let source_ok = std::fs::metadata(source_path)
+        .is_ok_and(|m| m.is_file() && m.len() == manifest.source.bytes);
+    let file = FileSource(source_path.to_path_buf());
+    let folded = StoreSource {
+        store,
+        manifest: &manifest,
+    };
+    let (source, from): (&dyn Source, _) = if source_ok {
+        (&file, "file")
+    } else {
+        (&folded, "store")
+    };
+    let ledger = Ledger::scan(source)?;
+    let wanted: HashSet<String> = spans.iter().map(|s| s.block_id.clone()).collect();
+    let blocks = ledger.resolve(&wanted)?;
+    let mut missing = 0;
+    for span in spans {
+        let Some(block) = blocks.get(&span.block_id) else {
+            missing += 1;
+            continue;
+        };
+        if !query.pattern.is_match(&block.text) {
+            continue;
+        }
+        let verified = match &span.sha256 {
+            None => Verified::Unverified,
+            Some(sha)
+                if sha.eq_ignore_ascii_case(&crate::ledger::block::sha256_hex(&block.text)) =>
+            {
+                Verified::Yes
+            }
+            Some(_) => Verified::Mismatch,
+        };
+        let text = if verified == Verified::Mismatch {
+            String::new()
+        } else {
+            block.text.clone()
+        };
+        emit(Event::Span(Box::new(Pulled {
+            session: session.into(),
+            span,
+            verified,
+            from,
+            text,
+        })))?;
+    }
+    if missing > 0 {
+        emit(Event::Note(format!(
+            "session {session}: {missing} spans of matching records not found in its ledger"
+        )))?;
+    }
+    Ok(())
+}

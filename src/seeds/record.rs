@@ -1,0 +1,126 @@
+//! Seed index records (`fold-index`, `fold-retract`) as the contract shapes them, v1 to v3.
+//! Reading keeps every field it does not know (`extra`) so that writing a record back loses nothing;
+//! `errors` and `commands` stay JSON values because v3 writes them as objects.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The record version ctxfold writes.
+pub const VERSION: u64 = 2;
+/// The highest record version ctxfold understands (v3: the extension fork's object fields).
+pub const UNDERSTOOD: u64 = 3;
+/// The `harness` ctxfold writes.
+pub const HARNESS: &str = "ctxfold";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FoldIndex {
+    pub v: u64,
+    pub kind: String,
+    #[serde(default)]
+    pub harness: String,
+    #[serde(default)]
+    pub session: String,
+    pub seq: u64,
+    #[serde(default)]
+    pub at: String,
+    #[serde(default)]
+    pub trigger: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// v1/v2: strings; v3: `{command, turn, code?}`.
+    #[serde(default)]
+    pub commands: Vec<Value>,
+    /// v1/v2: strings; v3: `{line, context?, turn, code, toolError?}`.
+    #[serde(default)]
+    pub errors: Vec<Value>,
+    #[serde(default)]
+    pub identifiers: Vec<String>,
+    #[serde(default)]
+    pub user_messages: Vec<UserMessage>,
+    #[serde(default)]
+    pub spans: Vec<Span>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    // Numbers as written: other writers may spell counts as floats.
+    #[serde(default)]
+    pub tokens: Option<serde_json::Number>,
+    #[serde(default)]
+    pub context_window: Option<serde_json::Number>,
+    #[serde(default)]
+    pub fraction: Option<f64>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    #[serde(default)]
+    pub turn: u64,
+    #[serde(default)]
+    pub first_line: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Span {
+    #[serde(default)]
+    pub block_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+    #[serde(default)]
+    pub log: Log,
+    /// Absent on v1 spans: their content is served unverified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_output_path: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Log {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u64>,
+    /// v1: `path`, `byteStart`, `byteEnd` into a spool file.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The text an `errors` entry stands for (v3: its `line`).
+pub fn error_text(entry: &Value) -> Option<&str> {
+    entry
+        .as_str()
+        .or_else(|| entry.get("line").and_then(Value::as_str))
+}
+
+/// The text a `commands` entry stands for (v3: its `command`).
+pub fn command_text(entry: &Value) -> Option<&str> {
+    entry
+        .as_str()
+        .or_else(|| entry.get("command").and_then(Value::as_str))
+}
+
+impl FoldIndex {
+    /// One JSON line (no newline).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("a record serializes")
+    }
+}

@@ -1,0 +1,143 @@
+//! Reading seed-index files as the contract's union: the latest `fold-index` record per seq; a
+//! `fold-retract` voids the records of its seq appended before it (a later record may reuse the seq
+//! and stands alone); unknown fields kept; v1 to v3 understood; a higher `v`, or a line that is not
+//! a record, skipped with a note.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::record::{FoldIndex, UNDERSTOOD};
+use crate::error::{IoContext, Result};
+
+/// The union being read, file after file (a Pi session's v1 spool file, then its v2 file).
+#[derive(Default)]
+pub struct Union {
+    /// seq -> (position of the line that set it, the record).
+    live: BTreeMap<u64, (u64, FoldIndex)>,
+    position: u64,
+    /// What was skipped, one line each, for stderr.
+    pub notes: Vec<String>,
+}
+
+impl Union {
+    pub fn read(&mut self, reader: impl BufRead, what: &str) -> Result<()> {
+        for (n, line) in reader.split(b'\n').enumerate() {
+            let line = line.context(|| format!("read {what}"))?;
+            self.position += 1;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.line(&line, &format!("{what}:{}", n + 1));
+        }
+        Ok(())
+    }
+
+    fn line(&mut self, line: &[u8], at: &str) {
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => return self.notes.push(format!("{at}: not a JSON object, skipped")),
+        };
+        let v = value.get("v").and_then(Value::as_u64).unwrap_or(1);
+        if v > UNDERSTOOD {
+            return self.notes.push(format!(
+                "{at}: record version {v} is newer than this reader (v{UNDERSTOOD}), skipped"
+            ));
+        }
+        let seq = value.get("seq").and_then(Value::as_u64);
+        match (value.get("kind").and_then(Value::as_str), seq) {
+            (Some("fold-retract"), Some(seq)) => {
+                self.live.remove(&seq);
+            }
+            (Some("fold-index"), Some(_)) => match serde_json::from_value::<FoldIndex>(value) {
+                Ok(record) => {
+                    self.live.insert(record.seq, (self.position, record));
+                }
+                Err(e) => self
+                    .notes
+                    .push(format!("{at}: not a fold-index record ({e}), skipped")),
+            },
+            (kind, _) => self.notes.push(format!(
+                "{at}: {} without a seq, skipped",
+                kind.unwrap_or("a line")
+            )),
+        }
+    }
+
+    /// The surviving records in the order their lines were appended.
+    pub fn records(self) -> Vec<FoldIndex> {
+        let mut live: Vec<_> = self.live.into_values().collect();
+        live.sort_by_key(|(position, _)| *position);
+        live.into_iter().map(|(_, record)| record).collect()
+    }
+
+    /// Read `path` when it exists.
+    pub fn read_file(&mut self, path: &Path) -> Result<bool> {
+        match std::fs::File::open(path) {
+            Ok(file) => self
+                .read(std::io::BufReader::new(file), &path.display().to_string())
+                .map(|()| true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e).with_path("open", path),
+        }
+    }
+}
+
+/// Where the extension keeps a Pi session's seed index: v1 at `<dir>/spool/<id>/`, v2 at
+/// `<dir>/context-fold/<id>/`, `<dir>` being the folder of the session file.
+pub fn pi_index_files(session_file: &Path, session_id: &str) -> [PathBuf; 2] {
+    let dir = session_file.parent().unwrap_or(Path::new("."));
+    [
+        dir.join("spool").join(session_id).join("seed-index.jsonl"),
+        dir.join("context-fold")
+            .join(session_id)
+            .join("seed-index.jsonl"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn union(text: &str) -> (Vec<(u64, String)>, usize) {
+        let mut u = Union::default();
+        u.read(text.as_bytes(), "t").unwrap();
+        let notes = u.notes.len();
+        let records = u.records().into_iter().map(|r| (r.seq, r.at)).collect();
+        (records, notes)
+    }
+
+    const A1: &str = r#"{"v":2,"kind":"fold-index","seq":1,"at":"a1","spans":[],"usage":{"tokens":9.5e4,"contextWindow":2e5}}"#;
+    const A1B: &str = r#"{"v":2,"kind":"fold-index","seq":1,"at":"a1b"}"#;
+    const B2: &str = r#"{"v":2,"kind":"fold-index","seq":2,"at":"b2"}"#;
+    const R1: &str = r#"{"v":2,"kind":"fold-retract","seq":1,"at":"r"}"#;
+
+    #[test]
+    fn the_union_rules() {
+        type Case<'a> = (&'a [&'a str], &'a [(u64, &'a str)], usize);
+        let cases: &[Case<'_>] = &[
+            (&[A1, B2], &[(1, "a1"), (2, "b2")], 0),
+            (&[A1, B2, A1B], &[(2, "b2"), (1, "a1b")], 0),
+            (&[A1, R1, B2], &[(2, "b2")], 0),
+            (&[A1, R1, A1B], &[(1, "a1b")], 0),
+            (&[R1, A1], &[(1, "a1")], 0),
+            (
+                &[
+                    A1,
+                    "{\"v\":4,\"kind\":\"fold-index\",\"seq\":1,\"at\":\"x\"}",
+                    "garbage",
+                ],
+                &[(1, "a1")],
+                2,
+            ),
+        ];
+        for (lines, expected, notes) in cases {
+            let (got, got_notes) = union(&lines.join("\n"));
+            let expected: Vec<_> = expected.iter().map(|(s, a)| (*s, a.to_string())).collect();
+            assert_eq!(got, expected, "{lines:?}");
+            assert_eq!(got_notes, *notes, "{lines:?}");
+        }
+    }
+}
