@@ -412,13 +412,11 @@ fn porcelain_journey(kind: Kind) {
 }
 
 #[test]
-#[ignore = "needs fold/status/seeds/recall from issues 3 and 4"]
 fn codex_porcelain_journey() {
     porcelain_journey(Kind::Codex);
 }
 
 #[test]
-#[ignore = "needs fold/status/seeds/recall from issues 3 and 4"]
 fn pi_porcelain_journey() {
     porcelain_journey(Kind::Pi);
 }

@@ -137,6 +137,89 @@ fn every_span_verifies_from_the_raw_file_and_from_the_store_alone() {
     }
 }
 
+/// The porcelain way: `fold --apply --remove-source --allow-active` indexes each session into the
+/// store and removes its source; every span of the store's index then verifies from the store alone.
+#[test]
+fn fold_indexes_every_session_and_its_spans_verify_from_the_store_alone() {
+    let env = Env::new();
+    let sources = env.path("sources");
+    std::fs::create_dir_all(&sources).unwrap();
+    let mut copies = Vec::new();
+    // The `.zst` copy shares its id with the fixture it was made from: one of the two is enough.
+    let ledgers = ledgers(&env)
+        .into_iter()
+        .filter(|l| !ctxfold::input::is_zstd(l));
+    for (n, original) in ledgers.enumerate() {
+        let name = original.file_name().unwrap().to_string_lossy().into_owned();
+        let copy = sources.join(format!("{n}-{name}"));
+        std::fs::copy(&original, &copy).unwrap();
+        copies.push(copy);
+    }
+    let run = env
+        .run(
+            "ctxfold",
+            [
+                OsArg::from("fold"),
+                "--apply".into(),
+                "--remove-source".into(),
+                "--allow-active".into(),
+                "--json".into(),
+                sources.clone().into(),
+            ],
+        )
+        .ok();
+    let reports: Vec<Value> = run
+        .stdout_text()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let folded: Vec<&Value> = reports.iter().filter(|r| r["action"] == "fold").collect();
+    assert_eq!(folded.len(), copies.len(), "{}", run.stdout_text());
+    for copy in &copies {
+        assert!(!copy.exists(), "{} was not removed", copy.display());
+    }
+    for report in folded {
+        let id = report["id"].as_str().unwrap();
+        assert!(
+            report["seed_records"].as_u64().unwrap() >= 1,
+            "{id}: nothing indexed"
+        );
+        let index = env
+            .store
+            .join("context-fold")
+            .join(id)
+            .join("seed-index.jsonl");
+        let written: Vec<Value> = std::fs::read_to_string(&index)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let spans = spans(&written);
+        assert!(!spans.is_empty(), "{id}: no spans");
+        let run = env
+            .run_with_stdin(
+                "ctxfold-verify-span",
+                ["--batch", "--session", id],
+                &batch_input(&spans),
+            )
+            .ok();
+        let verified = run
+            .stdout_text()
+            .lines()
+            .filter(|l| l.ends_with("\tverified"))
+            .count();
+        assert_eq!(verified, spans.len(), "{id}");
+    }
+    // A second fold finds nothing to do and indexes nothing twice.
+    let before = Env::snapshot(&env.store.join("context-fold"));
+    env.run(
+        "ctxfold",
+        [OsArg::from("fold"), "--apply".into(), sources.into()],
+    )
+    .ok();
+    assert_eq!(Env::snapshot(&env.store.join("context-fold")), before);
+}
+
 #[test]
 fn identifiers_and_errors_appear_verbatim_in_their_records_spans() {
     let env = Env::new();

@@ -211,9 +211,15 @@ fn apply_then_restore_gives_every_file_back_byte_for_byte() {
         .join("context-fold")
         .join(&homes.sessions[5].id)
         .join("seed-index.jsonl");
+    // The extension's lines, in its order, beside the records ctxfold extracted while folding.
     assert_eq!(
-        fs::read(&stored).unwrap(),
-        fs::read(&homes.seed_index).unwrap()
+        foreign_lines(&stored),
+        fs::read_to_string(&homes.seed_index).unwrap()
+    );
+    assert!(
+        fs::read_to_string(&stored)
+            .unwrap()
+            .contains("\"harness\":\"ctxfold\"")
     );
     fs::write(
         &homes.seed_index,
@@ -222,9 +228,19 @@ fn apply_then_restore_gives_every_file_back_byte_for_byte() {
     .unwrap();
     env.run("ctxfold", ["fold", "--apply"]).ok();
     assert_eq!(
-        fs::read_to_string(&stored).unwrap(),
+        foreign_lines(&stored),
         "{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n{\"v\":2,\"kind\":\"fold\",\"seq\":2}\n{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n"
     );
+}
+
+/// The lines of a store seed index that ctxfold did not write itself.
+fn foreign_lines(index: &std::path::Path) -> String {
+    fs::read_to_string(index)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("\"harness\":\"ctxfold\""))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 #[test]

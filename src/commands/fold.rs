@@ -129,6 +129,7 @@ impl Command for FoldArgs {
             allow_active: self.allow_active,
             settings,
             level: self.level.level,
+            seeds: !self.no_seeds,
             counted: Default::default(),
         };
         let progress = progress_bar(io.err_is_terminal, discovery.sessions.len() as u64);

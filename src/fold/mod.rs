@@ -36,6 +36,8 @@ pub struct Options {
     pub allow_active: bool,
     pub settings: Settings,
     pub level: i32,
+    /// Extract the seed index of each session folded (`--apply` without `--no-seeds`).
+    pub seeds: bool,
     /// In a dry run, the objects already counted as new by any session of the run.
     pub counted: Mutex<HashSet<Digest>>,
 }
@@ -75,6 +77,12 @@ pub struct Report {
     #[serde(flatten)]
     pub stats: WriteStats,
     pub source: Removal,
+    /// Seed index records appended for the session (`None`: not indexed in this run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed_records: Option<usize>,
+    /// The folded session's seed index could not be extracted (the fold itself stands).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub seeds_failed: bool,
     /// Why it failed, changed or was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -83,12 +91,13 @@ pub struct Report {
 impl Report {
     /// Whether this session makes the run end non-zero.
     pub fn is_failure(&self) -> bool {
-        match self.action {
-            Action::Failed | Action::Changed => true,
-            // Refused as the contract says, but not a fault: a session that grew since it was
-            // folded is the everyday case, and the line says what to do.
-            Action::NeedsOverwrite | Action::Fold | Action::UpToDate => false,
-        }
+        self.seeds_failed
+            || match self.action {
+                Action::Failed | Action::Changed => true,
+                // Refused as the contract says, but not a fault: a session that grew since it was
+                // folded is the everyday case, and the line says what to do.
+                Action::NeedsOverwrite | Action::Fold | Action::UpToDate => false,
+            }
     }
 }
 
@@ -108,6 +117,8 @@ pub fn fold_session(
         source_bytes: 0,
         stats: WriteStats::default(),
         source: Removal::Kept,
+        seed_records: None,
+        seeds_failed: false,
         note: None,
     };
     if let Err(e) = fold_into(store, found, options, encoder, &mut report) {
@@ -170,6 +181,18 @@ fn fold_into(
                 return Ok(());
             }
             _ => return Err(e),
+        }
+    }
+    // Seeds are defined for agent sessions; any other JSONL file is folded without them.
+    let agent = found.agent != crate::sources::Agent::File;
+    if options.apply && options.seeds && agent && report.action == Action::Fold {
+        // From the store, not the source: the index must describe exactly the folded bytes.
+        match crate::seeds::index_folded_session(store, &manifest) {
+            Ok(records) => report.seed_records = Some(records),
+            Err(e) => {
+                report.seeds_failed = true;
+                report.note = Some(format!("folded, but its seed index failed: {e}"));
+            }
         }
     }
     remove_source(store, found, &manifest, &before, options, report)
