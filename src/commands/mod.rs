@@ -6,6 +6,7 @@ pub mod cat_object;
 pub mod hash_object;
 pub mod restore;
 pub mod split;
+pub mod train_dict;
 pub mod write_manifest;
 
 use crate::cli::{Level, Spec};
@@ -19,6 +20,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<split::SplitArgs>(Level::Plumbing),
         Spec::of::<write_manifest::WriteManifestArgs>(Level::Plumbing),
         Spec::of::<cat_manifest::CatManifestArgs>(Level::Plumbing),
+        Spec::of::<train_dict::TrainDictArgs>(Level::Plumbing),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
     ]
 }
@@ -52,6 +54,7 @@ impl SettingsArgs {
             cdc_average_bytes: self.cdc_average_bytes,
             cdc_max_bytes: self.cdc_max_bytes,
             compression: "zstd".into(),
+            dictionary: None,
         };
         settings.check_writable()?;
         Ok(settings)

@@ -51,7 +51,7 @@ pub struct WriteManifestArgs {
 impl Command for WriteManifestArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         check_session_id(&self.session_id)?;
-        let settings = self.settings.settings()?;
+        let mut settings = self.settings.settings()?;
         let rollout_path = match self.rollout_path {
             Some(path) => path,
             None => absolute_utf8(&self.source)?,
@@ -59,6 +59,8 @@ impl Command for WriteManifestArgs {
         let store = self.store.init()?;
         let _lock = store.lock(Mode::Shared, || ())?;
         let parts = read_parts(&mut *io.stdin, &store)?;
+        // The dictionary ctxfold-split --write compressed new objects with.
+        settings.dictionary = store.current_dictionary()?;
         let file = File::open(&self.source).with_path("open", &self.source)?;
         let (sha256, bytes) = hash_reader(file).with_path("read", &self.source)?;
         let manifest = Manifest {

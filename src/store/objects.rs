@@ -8,6 +8,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::Store;
@@ -17,14 +18,31 @@ use crate::error::{Error, IoContext, Result};
 
 pub const DEFAULT_LEVEL: i32 = 3;
 
-/// A reusable zstd compressor (its context is the expensive part to build).
+/// A reusable zstd compressor (its context is the expensive part to build), with or without a
+/// dictionary (see `dictionary.rs`).
 pub struct Encoder {
     compressor: zstd::bulk::Compressor<'static>,
     buffer: Vec<u8>,
+    level: i32,
+    dictionary: Option<Arc<[u8]>>,
 }
 
 impl Encoder {
     pub fn new(level: i32) -> Result<Self> {
+        Self::build(level, None)
+    }
+
+    /// Frames written with a dictionary carry its zstd id, which is how readers find it again.
+    pub fn with_dictionary(level: i32, dictionary: Arc<[u8]>) -> Result<Self> {
+        Self::build(level, Some(dictionary))
+    }
+
+    /// Another encoder like this one, for another thread.
+    pub fn fresh(&self) -> Result<Self> {
+        Self::build(self.level, self.dictionary.clone())
+    }
+
+    fn build(level: i32, dictionary: Option<Arc<[u8]>>) -> Result<Self> {
         let range = zstd::compression_level_range();
         if !range.contains(&level) {
             return Err(Error::usage(format!(
@@ -33,10 +51,13 @@ impl Encoder {
                 range.end()
             )));
         }
-        let mut compressor =
-            zstd::bulk::Compressor::new(level).context(|| "create zstd compressor".into())?;
+        let mut compressor = match &dictionary {
+            None => zstd::bulk::Compressor::new(level),
+            Some(dictionary) => zstd::bulk::Compressor::with_dictionary(level, dictionary),
+        }
+        .context(|| "create zstd compressor".into())?;
         compressor.include_checksum(true).context(|| "configure zstd".into())?;
-        Ok(Self { compressor, buffer: Vec::new() })
+        Ok(Self { compressor, buffer: Vec::new(), level, dictionary })
     }
 
     /// The size `raw` would take as an object, for dry runs.
@@ -140,7 +161,8 @@ impl Store {
     }
 
     /// Stream an object's raw bytes into `out`, checking them against its name and, when given,
-    /// against `expected` bytes (decoding stops one byte past it). Returns the raw size.
+    /// against `expected` bytes (decoding stops one byte past it). Returns the raw size. A frame
+    /// written with a dictionary is decoded with the registered dictionary its header names.
     ///
     /// Bytes reach `out` before the final check: callers that must not expose unverified bytes
     /// write into a temp file or buffer and act on the result.
@@ -153,8 +175,19 @@ impl Store {
             }
             Err(e) => return Err(e).with_path("open object", &path),
         };
-        let decoder = zstd::stream::read::Decoder::new(file)
-            .context(|| format!("object {digest}: zstd"))?;
+        // The frame header (at most 18 bytes) names the dictionary, if any.
+        let mut header = Vec::with_capacity(18);
+        (&file).take(18).read_to_end(&mut header).with_path("read object", &path)?;
+        let dictionary = match zstd::zstd_safe::get_dict_id_from_frame(&header) {
+            Some(id) => Some(self.decoder_dictionary(id).map_err(|e| e.context(format_args!("object {digest}")))?),
+            None => None,
+        };
+        let input = io::BufReader::new(io::Cursor::new(header).chain(file));
+        let decoder = match &dictionary {
+            None => zstd::stream::read::Decoder::with_buffer(input),
+            Some(prepared) => zstd::stream::read::Decoder::with_prepared_dictionary(input, prepared),
+        }
+        .context(|| format!("object {digest}: zstd"))?;
         let limit = expected.map_or(u64::MAX, |n| n.saturating_add(1));
         let mut sink = HashingWriter::new(out);
         copy_object(decoder.take(limit), &mut sink, digest)?;
