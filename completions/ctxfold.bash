@@ -37,6 +37,9 @@ _ctxfold() {
             ctxfold,split)
                 cmd="ctxfold__subcmd__split"
                 ;;
+            ctxfold,train-dict)
+                cmd="ctxfold__subcmd__train__subcmd__dict"
+                ;;
             ctxfold,write-manifest)
                 cmd="ctxfold__subcmd__write__subcmd__manifest"
                 ;;
@@ -47,7 +50,7 @@ _ctxfold() {
 
     case "${cmd}" in
         ctxfold)
-            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest restore materialize"
+            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest train-dict restore materialize"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -227,6 +230,43 @@ _ctxfold() {
                     return 0
                     ;;
                 --level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ctxfold__subcmd__train__subcmd__dict)
+            opts="-h -V --max-size --sample-bytes --max-object-bytes --no-use --use --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sample-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-object-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --use)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

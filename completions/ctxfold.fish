@@ -33,6 +33,7 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "cat-object" -d 'Sho
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "split" -d 'Segment a session file into fold-v1 parts, printed as JSON Lines'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "write-manifest" -d 'Commit a manifest from parts on stdin (as ctxfold-split prints them) and the session\'s fields'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "cat-manifest" -d 'Write a folded session\'s original bytes to stdout, verified as they stream'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "train-dict" -d 'Train a zstd dictionary on the store\'s objects and write new objects with it'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "restore" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "materialize" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand help" -s a -l all -d 'List every command'
@@ -81,6 +82,14 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -l manifes
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand cat-manifest" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l max-size -d 'Largest dictionary to train, in bytes' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l sample-bytes -d 'How many bytes of objects to train on at most' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l max-object-bytes -d 'Objects stored in more than this many bytes are left out (they gain little)' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l use -d 'Instead of training, write new objects with this registered dictionary (`none`: without)' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l no-use -d 'Register the dictionary but keep writing new objects as before'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l to -d 'Where to write it [default: the manifest\'s rollout_path]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l overwrite -d 'Replace an existing file at the target'
