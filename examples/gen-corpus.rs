@@ -381,6 +381,8 @@ struct Sess<'w> {
     out: Vec<u8>,
     /// Earlier user messages as written (JSON), which compactions re-embed.
     history: Vec<Vec<u8>>,
+    /// The latest response items as written, which compactions retain.
+    recent: std::collections::VecDeque<Vec<u8>>,
     screenshots: Vec<String>,
     tokens: i64,
     turns: u64,
@@ -390,6 +392,16 @@ impl<'w> Sess<'w> {
     fn tick(&mut self, max_ms: u64) -> String {
         self.now += self.rng.range(5, max_ms);
         iso(self.now)
+    }
+
+    /// A response item: written, and remembered for the next compaction to re-embed.
+    fn item(&mut self, ts: String, payload: J<'_>) {
+        let payload = payload.to_vec();
+        self.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => J::Raw(&payload) });
+        if self.recent.len() == 16 {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(payload);
     }
 
     fn line(&mut self, j: J<'_>) {
@@ -524,17 +536,17 @@ fn codex_session_meta(s: &mut Sess<'_>, id: &str, forked_from: Option<&str>) {
 fn codex_preamble(s: &mut Sess<'_>) {
     let world = s.world;
     let ts = s.tick(50);
-    s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
+    s.item(ts, obj! {
         "type" => J::S("message"), "role" => J::S("developer"),
-        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::S(&world.permissions) }]) }});
+        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::S(&world.permissions) }]) });
     let env = format!(
         "# AGENTS.md instructions for {0}\n\n<INSTRUCTIONS>\n{1}\n</INSTRUCTIONS>\n<environment_context>\n  <cwd>{0}</cwd>\n  <shell>bash</shell>\n</environment_context>",
         world.projects[s.project].cwd, world.projects[s.project].agents_md
     );
     let ts = s.tick(50);
-    s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
+    s.item(ts, obj! {
         "type" => J::S("message"), "role" => J::S("user"),
-        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::Str(env) }]) }});
+        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::Str(env) }]) });
 }
 
 fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
@@ -575,9 +587,9 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
         let n = s.rng.log_range(1_000, 27_000) as usize;
         s.rng.base64(&mut encrypted, n);
         let ts = s.tick(20_000);
-        s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
+        s.item(ts, obj! {
             "type" => J::S("reasoning"), "summary" => J::A(vec![obj! { "type" => J::S("summary_text"), "text" => J::S(&summary) }]),
-            "content" => J::Null, "encrypted_content" => J::Str(encrypted) }});
+            "content" => J::Null, "encrypted_content" => J::Str(encrypted) });
         let ts = s.tick(10);
         s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! {
             "type" => J::S("agent_reasoning"), "text" => J::S(&summary) }});
@@ -585,22 +597,22 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
         let call_id = format!("call_{}", s.rng.hex(24));
         if let Some(patch) = action.cmd.strip_prefix("apply_patch\n") {
             let ts = s.tick(5_000);
-            s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
+            s.item(ts, obj! {
                 "type" => J::S("custom_tool_call"), "status" => J::S("completed"), "call_id" => J::S(&call_id),
-                "name" => J::S("apply_patch"), "input" => J::S(patch) }});
+                "name" => J::S("apply_patch"), "input" => J::S(patch) });
             let ts = s.tick(500);
             s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! {
                 "type" => J::S("patch_apply_end"), "call_id" => J::S(&call_id), "turn_id" => J::S(&turn_id),
                 "stdout" => J::S(&action.output), "stderr" => J::S(""), "success" => J::B(true), "status" => J::S("completed") }});
             let output = obj! { "output" => J::S(&action.output), "metadata" => obj! { "exit_code" => J::N(0), "duration_seconds" => J::F(0.1) } }.to_string();
             let ts = s.tick(10);
-            s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
-                "type" => J::S("custom_tool_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) }});
+            s.item(ts, obj! {
+                "type" => J::S("custom_tool_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) });
         } else {
             let args = obj! { "cmd" => J::S(&action.cmd), "workdir" => J::S(&cwd), "yield_time_ms" => J::N(10_000) }.to_string();
             let ts = s.tick(5_000);
-            s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
-                "type" => J::S("function_call"), "name" => J::S("exec_command"), "arguments" => J::Str(args), "call_id" => J::S(&call_id) }});
+            s.item(ts, obj! {
+                "type" => J::S("function_call"), "name" => J::S("exec_command"), "arguments" => J::Str(args), "call_id" => J::S(&call_id) });
             let wall = s.rng.range(1, 30_000) as f64 / 1000.0;
             let pid = s.rng.range(1000, 99_999).to_string();
             let ts = s.tick(30_000);
@@ -620,16 +632,16 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
                 action.output
             );
             let ts = s.tick(10);
-            s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
-                "type" => J::S("function_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) }});
+            s.item(ts, obj! {
+                "type" => J::S("function_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) });
         }
         s.token_count();
     }
     let answer = world.words.prose_log(&mut s.rng, 100, 4_000);
     let ts = s.tick(20_000);
-    s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("response_item"), "payload" => obj! {
+    s.item(ts, obj! {
         "type" => J::S("message"), "role" => J::S("assistant"),
-        "content" => J::A(vec![obj! { "type" => J::S("output_text"), "text" => J::S(&answer) }]), "phase" => J::S("final_answer") }});
+        "content" => J::A(vec![obj! { "type" => J::S("output_text"), "text" => J::S(&answer) }]), "phase" => J::S("final_answer") });
     let ts = s.tick(10);
     s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! { "type" => J::S("agent_message"), "message" => J::S(&answer) }});
     let ts = s.tick(10);
@@ -637,9 +649,9 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
         "type" => J::S("task_complete"), "turn_id" => J::S(&turn_id), "last_agent_message" => J::S(&answer) }});
     s.turns += 1;
     if s.turns % 12 == 0 {
-        // Compaction: a summary plus every earlier user message, screenshots included, again.
         let summary = world.words.prose(&mut s.rng, 4_000);
-        let history: Vec<J<'_>> = s.history.iter().map(|h| J::Raw(h)).collect();
+        // Every earlier user message (screenshots included) and the latest items, again.
+        let history: Vec<J<'_>> = s.history.iter().chain(&s.recent).map(|h| J::Raw(h)).collect();
         let line = obj! { "timestamp" => J::Str(iso(s.now + 1)), "type" => J::S("compacted"), "payload" => obj! {
             "message" => J::S(&summary), "replacement_history" => J::A(history) }}
         .to_vec();
@@ -847,6 +859,7 @@ fn generate(seed: u64, size: u64, out: &Path) -> io::Result<()> {
             now,
             out: Vec::new(),
             history: Vec::new(),
+            recent: Default::default(),
             screenshots: Vec::new(),
             tokens: 0,
             turns: 0,
@@ -975,6 +988,7 @@ fn grow(seed: u64, percent: u64, out: &Path) -> io::Result<()> {
             now,
             out: Vec::new(),
             history: Vec::new(),
+            recent: Default::default(),
             screenshots: Vec::new(),
             tokens: 0,
             turns: 0,

@@ -1,18 +1,19 @@
 //! `ctxfold-split`: segment a file into fold-v1 parts, as JSON Lines; `--write` stores the objects.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs};
 use crate::commands::{LevelArgs, SettingsArgs};
-use crate::error::{IoContext, Result, write_failed};
+use crate::error::{Result, write_failed};
 use crate::segment::segment;
 use crate::store::lock::Mode as LockMode;
 use crate::store::pipeline::{ParallelWriter, default_workers};
 use crate::store::writer::{Mode, PartWriter};
 
 /// Segment a session file into fold-v1 parts, printed as JSON Lines
+///
+/// A `.zst` file (a Codex archive) is segmented as its decompressed bytes.
 ///
 /// Each line of a valid JSON value contributes a field part for every string value (never a key)
 /// whose raw token, quotes and escapes as written, is at least --field-threshold bytes; every other
@@ -48,8 +49,7 @@ impl Command for SplitArgs {
         let mut input: Box<dyn BufRead> = if self.file.as_os_str() == "-" {
             Box::new(&mut *io.stdin)
         } else {
-            let file = File::open(&self.file).with_path("open", &self.file)?;
-            Box::new(BufReader::with_capacity(1 << 20, file))
+            crate::input::open(&self.file)?
         };
         let what = if self.file.as_os_str() == "-" { "<stdin>".to_string() } else { what };
         let out = &mut *io.out;

@@ -1,6 +1,5 @@
 //! `ctxfold-write-manifest`: parts on stdin plus session fields become a committed manifest.
 
-use std::fs::File;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +23,7 @@ pub struct WriteManifestArgs {
     /// The session id, which names the manifest file (a plain file name)
     #[arg(long, value_name = "ID")]
     pub session_id: String,
-    /// The file the parts were cut from; its sha256 and size are what the parts must rebuild
+    /// The file the parts were cut from; its sha256 and size (decompressed, for a `.zst`) are what the parts must rebuild
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub source: PathBuf,
     /// The session's title
@@ -61,8 +60,7 @@ impl Command for WriteManifestArgs {
         let parts = read_parts(&mut *io.stdin, &store)?;
         // The dictionary ctxfold-split --write compressed new objects with.
         settings.dictionary = store.current_dictionary()?;
-        let file = File::open(&self.source).with_path("open", &self.source)?;
-        let (sha256, bytes) = hash_reader(file).with_path("read", &self.source)?;
+        let (sha256, bytes) = hash_reader(crate::input::open(&self.source)?).with_path("read", &self.source)?;
         let manifest = Manifest {
             version: VERSION,
             kind: KIND.into(),
