@@ -18,8 +18,6 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use zstd::dict::DecoderDictionary;
-
 use super::Store;
 use super::atomic::write_file;
 use super::manifest::Manifest;
@@ -33,9 +31,9 @@ pub const DEFAULT_MAX_SIZE: usize = 112_640;
 
 const CURRENT: &str = "CURRENT";
 
-/// Prepared decoder dictionaries by zstd dictionary id, shared by a store handle's clones.
+/// Registered dictionaries by zstd dictionary id (name and bytes), shared by a store handle's clones.
 #[derive(Clone, Default)]
-pub struct Cache(Arc<Mutex<HashMap<u32, Arc<DecoderDictionary<'static>>>>>);
+pub struct Cache(Arc<Mutex<HashMap<u32, (Digest, Arc<[u8]>)>>>);
 
 impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -161,8 +159,8 @@ impl Store {
             .ok_or_else(|| Error::failed(format!("object {digest} is registered as a dictionary but is not one")))
     }
 
-    /// The prepared dictionary a frame names by id, looked up among the registered ones.
-    pub(super) fn decoder_dictionary(&self, id: NonZeroU32) -> Result<Arc<DecoderDictionary<'static>>> {
+    /// The dictionary a frame names by id, looked up among the registered ones: its name and bytes.
+    pub(super) fn decoder_dictionary(&self, id: NonZeroU32) -> Result<(Digest, Arc<[u8]>)> {
         let mut cache = self.dictionaries.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(found) = cache.get(&id.get()) {
             return Ok(found.clone());
@@ -170,9 +168,9 @@ impl Store {
         for digest in self.dictionaries()? {
             let bytes = self.read_object_to_vec(&digest, None)?;
             if zstd::zstd_safe::get_dict_id_from_dict(&bytes) == Some(id) {
-                let prepared = Arc::new(DecoderDictionary::copy(&bytes));
-                cache.insert(id.get(), prepared.clone());
-                return Ok(prepared);
+                let found = (digest, Arc::<[u8]>::from(bytes));
+                cache.insert(id.get(), found.clone());
+                return Ok(found);
             }
         }
         Err(Error::failed(format!("no zstd dictionary with id {id} in {}", self.root().display())))

@@ -183,14 +183,28 @@ impl Store {
             None => None,
         };
         let input = io::BufReader::new(io::Cursor::new(header).chain(file));
-        let decoder = match &dictionary {
-            None => zstd::stream::read::Decoder::with_buffer(input),
-            Some(prepared) => zstd::stream::read::Decoder::with_prepared_dictionary(input, prepared),
-        }
-        .context(|| format!("object {digest}: zstd"))?;
         let limit = expected.map_or(u64::MAX, |n| n.saturating_add(1));
         let mut sink = HashingWriter::new(out);
-        copy_object(decoder.take(limit), &mut sink, digest)?;
+        // One decoding context per thread, reused: building one per object (and faulting in its
+        // window) costs more than decoding a small object.
+        DCTX.with(|contexts| -> Result<()> {
+            let mut contexts = contexts.borrow_mut();
+            let key = dictionary.as_ref().map(|(name, _)| *name);
+            let context = match contexts.entry(key) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let mut context = zstd::zstd_safe::DCtx::create();
+                    if let Some((_, bytes)) = &dictionary {
+                        context.load_dictionary(bytes).map_err(|code| {
+                            Error::failed(format!("object {digest}: zstd dictionary: {}", zstd::zstd_safe::get_error_name(code)))
+                        })?;
+                    }
+                    e.insert(context)
+                }
+            };
+            let decoder = zstd::stream::read::Decoder::with_context(input, context);
+            copy_object(decoder.take(limit), &mut sink, digest)
+        })?;
         let (_, actual, bytes) = sink.finish();
         if let Some(expected) = expected {
             if bytes > expected {
@@ -257,8 +271,14 @@ fn object_name(path: &std::path::Path) -> Option<Digest> {
     (name[..2] == *fan).then_some(digest)
 }
 
+thread_local! {
+    /// Decoding contexts by the dictionary they hold (loaded once per thread).
+    static DCTX: std::cell::RefCell<std::collections::HashMap<Option<Digest>, zstd::zstd_safe::DCtx<'static>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 fn copy_object(mut from: impl Read, to: &mut impl Write, digest: &Digest) -> Result<()> {
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = [0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => return Ok(()),

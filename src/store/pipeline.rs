@@ -29,7 +29,8 @@ struct Job {
 
 struct Done {
     seq: u64,
-    bytes: usize,
+    /// The job's buffer, handed back for the next part (fresh allocations fault in fresh pages).
+    buffer: Vec<u8>,
     result: Result<(Part, bool)>,
 }
 
@@ -40,6 +41,7 @@ pub struct ParallelWriter<F: FnMut(Part) -> Result<()>> {
     sent: u64,
     recorded: u64,
     in_flight: usize,
+    spare: Vec<Vec<u8>>,
     /// Finished parts that wait for an earlier one.
     ready: BTreeMap<u64, Result<(Part, bool)>>,
     record: F,
@@ -66,7 +68,7 @@ impl<F: FnMut(Part) -> Result<()>> ParallelWriter<F> {
                         Err(_) => return,
                     };
                     let result = store_part(&store, &mut encoder, &job);
-                    let reply = Done { seq: job.seq, bytes: job.bytes.len(), result };
+                    let reply = Done { seq: job.seq, buffer: job.bytes, result };
                     if finished.send(reply).is_err() {
                         return;
                     }
@@ -80,6 +82,7 @@ impl<F: FnMut(Part) -> Result<()>> ParallelWriter<F> {
             sent: 0,
             recorded: 0,
             in_flight: 0,
+            spare: Vec::new(),
             ready: BTreeMap::new(),
             record,
             stats: WriteStats::default(),
@@ -104,7 +107,10 @@ impl<F: FnMut(Part) -> Result<()>> ParallelWriter<F> {
     }
 
     fn accept(&mut self, done: Done) -> Result<()> {
-        self.in_flight -= done.bytes;
+        self.in_flight -= done.buffer.len();
+        if done.buffer.capacity() <= 1 << 20 {
+            self.spare.push(done.buffer);
+        }
         self.ready.insert(done.seq, done.result);
         while let Some(result) = self.ready.remove(&self.recorded) {
             let (part, created) = result?;
@@ -147,7 +153,10 @@ impl<F: FnMut(Part) -> Result<()>> PartSink for ParallelWriter<F> {
             PartKind::Residual => (ManifestKind::Residual, None),
             PartKind::Field { json_path } => (ManifestKind::Field, json_path.map(str::to_string)),
         };
-        let job = Job { seq: self.sent, kind, json_path, bytes: bytes.to_vec() };
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        buffer.clear();
+        buffer.extend_from_slice(bytes);
+        let job = Job { seq: self.sent, kind, json_path, bytes: buffer };
         self.in_flight += bytes.len();
         self.sent += 1;
         let jobs = self.jobs.as_ref().expect("parts come before finish");
