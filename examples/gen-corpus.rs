@@ -127,7 +127,7 @@ impl J<'_> {
         self.write(&mut out);
         out
     }
-    fn to_string(&self) -> String {
+    fn to_json_string(&self) -> String {
         String::from_utf8(self.to_vec()).unwrap()
     }
 }
@@ -150,9 +150,9 @@ struct Words {
 impl Words {
     fn new(rng: &mut Rng) -> Self {
         const SYL: [&str; 40] = [
-            "ar", "be", "co", "de", "en", "fi", "ga", "he", "in", "jo", "ka", "le", "mo", "ne", "or", "pa", "qu",
-            "re", "st", "to", "un", "ve", "wa", "xe", "yo", "ze", "th", "ch", "sh", "ing", "tion", "er", "al", "ly",
-            "ed", "es", "ou", "ea", "io", "ss",
+            "ar", "be", "co", "de", "en", "fi", "ga", "he", "in", "jo", "ka", "le", "mo", "ne", "or", "pa", "qu", "re",
+            "st", "to", "un", "ve", "wa", "xe", "yo", "ze", "th", "ch", "sh", "ing", "tion", "er", "al", "ly", "ed",
+            "es", "ou", "ea", "io", "ss",
         ];
         let mut words: Vec<String> = ["the", "a", "to", "of", "and", "is", "in", "that", "it", "for", "we", "this"]
             .iter()
@@ -351,7 +351,8 @@ impl World {
                 Project { cwd, agents_md, files, tests }
             })
             .collect();
-        let permissions = format!("<permissions instructions>\n{}\n</permissions instructions>", words.prose(&mut rng, 4_000));
+        let permissions =
+            format!("<permissions instructions>\n{}\n</permissions instructions>", words.prose(&mut rng, 4_000));
         let tools = words.prose(&mut rng, 6_000);
         Self { words, projects, versions, permissions, tools }
     }
@@ -440,8 +441,16 @@ impl<'w> Sess<'w> {
         if r < 65 {
             let mut out = String::new();
             let fail = rng.chance(25).then(|| rng.below(project.tests.len() as u64) as usize);
-            out.push_str(&format!("   Compiling {} v0.1.0 ({})\n", project.cwd.rsplit('/').next().unwrap(), project.cwd));
-            out.push_str(&format!("    Finished `test` profile [unoptimized + debuginfo] target(s) in {}.{:02}s\n", rng.below(60), rng.below(100)));
+            out.push_str(&format!(
+                "   Compiling {} v0.1.0 ({})\n",
+                project.cwd.rsplit('/').next().unwrap(),
+                project.cwd
+            ));
+            out.push_str(&format!(
+                "    Finished `test` profile [unoptimized + debuginfo] target(s) in {}.{:02}s\n",
+                rng.below(60),
+                rng.below(100)
+            ));
             out.push_str(&format!("\nrunning {} tests\n", project.tests.len()));
             for (i, t) in project.tests.iter().enumerate() {
                 let verdict = if Some(i) == fail { "FAILED" } else { "ok" };
@@ -489,7 +498,11 @@ impl<'w> Sess<'w> {
             "*** Begin Patch\n*** Update File: {path}\n@@\n{}*** End Patch\n",
             added.lines().map(|l| format!("+{l}\n")).collect::<String>()
         );
-        Action { cmd: format!("apply_patch\n{patch}"), output: format!("Success. Updated the following files:\nM {path}\n"), exit_code: 0 }
+        Action {
+            cmd: format!("apply_patch\n{patch}"),
+            output: format!("Success. Updated the following files:\nM {path}\n"),
+            exit_code: 0,
+        }
     }
 
     fn token_count(&mut self) {
@@ -536,17 +549,23 @@ fn codex_session_meta(s: &mut Sess<'_>, id: &str, forked_from: Option<&str>) {
 fn codex_preamble(s: &mut Sess<'_>) {
     let world = s.world;
     let ts = s.tick(50);
-    s.item(ts, obj! {
+    s.item(
+        ts,
+        obj! {
         "type" => J::S("message"), "role" => J::S("developer"),
-        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::S(&world.permissions) }]) });
+        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::S(&world.permissions) }]) },
+    );
     let env = format!(
         "# AGENTS.md instructions for {0}\n\n<INSTRUCTIONS>\n{1}\n</INSTRUCTIONS>\n<environment_context>\n  <cwd>{0}</cwd>\n  <shell>bash</shell>\n</environment_context>",
         world.projects[s.project].cwd, world.projects[s.project].agents_md
     );
     let ts = s.tick(50);
-    s.item(ts, obj! {
+    s.item(
+        ts,
+        obj! {
         "type" => J::S("message"), "role" => J::S("user"),
-        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::Str(env) }]) });
+        "content" => J::A(vec![obj! { "type" => J::S("input_text"), "text" => J::Str(env) }]) },
+    );
 }
 
 fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
@@ -579,7 +598,7 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
     s.history.push(user);
     let ts = s.tick(10);
     s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! {
-        "type" => J::S("task_started"), "turn_id" => J::S(&turn_id), "model_context_window" => J::N(258_400) }});
+    "type" => J::S("task_started"), "turn_id" => J::S(&turn_id), "model_context_window" => J::N(258_400) }});
 
     for _ in 0..s.rng.log_range(1, 14) {
         let summary = world.words.prose_lin(&mut s.rng, 80, 600);
@@ -592,24 +611,31 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
             "content" => J::Null, "encrypted_content" => J::Str(encrypted) });
         let ts = s.tick(10);
         s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! {
-            "type" => J::S("agent_reasoning"), "text" => J::S(&summary) }});
+        "type" => J::S("agent_reasoning"), "text" => J::S(&summary) }});
         let action = s.action(world, projects);
         let call_id = format!("call_{}", s.rng.hex(24));
         if let Some(patch) = action.cmd.strip_prefix("apply_patch\n") {
             let ts = s.tick(5_000);
-            s.item(ts, obj! {
+            s.item(
+                ts,
+                obj! {
                 "type" => J::S("custom_tool_call"), "status" => J::S("completed"), "call_id" => J::S(&call_id),
-                "name" => J::S("apply_patch"), "input" => J::S(patch) });
+                "name" => J::S("apply_patch"), "input" => J::S(patch) },
+            );
             let ts = s.tick(500);
             s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! {
                 "type" => J::S("patch_apply_end"), "call_id" => J::S(&call_id), "turn_id" => J::S(&turn_id),
                 "stdout" => J::S(&action.output), "stderr" => J::S(""), "success" => J::B(true), "status" => J::S("completed") }});
-            let output = obj! { "output" => J::S(&action.output), "metadata" => obj! { "exit_code" => J::N(0), "duration_seconds" => J::F(0.1) } }.to_string();
+            let output = obj! { "output" => J::S(&action.output), "metadata" => obj! { "exit_code" => J::N(0), "duration_seconds" => J::F(0.1) } }.to_json_string();
             let ts = s.tick(10);
-            s.item(ts, obj! {
-                "type" => J::S("custom_tool_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) });
+            s.item(
+                ts,
+                obj! {
+                "type" => J::S("custom_tool_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) },
+            );
         } else {
-            let args = obj! { "cmd" => J::S(&action.cmd), "workdir" => J::S(&cwd), "yield_time_ms" => J::N(10_000) }.to_string();
+            let args = obj! { "cmd" => J::S(&action.cmd), "workdir" => J::S(&cwd), "yield_time_ms" => J::N(10_000) }
+                .to_json_string();
             let ts = s.tick(5_000);
             s.item(ts, obj! {
                 "type" => J::S("function_call"), "name" => J::S("exec_command"), "arguments" => J::Str(args), "call_id" => J::S(&call_id) });
@@ -632,8 +658,11 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
                 action.output
             );
             let ts = s.tick(10);
-            s.item(ts, obj! {
-                "type" => J::S("function_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) });
+            s.item(
+                ts,
+                obj! {
+                "type" => J::S("function_call_output"), "call_id" => J::S(&call_id), "output" => J::Str(output) },
+            );
         }
         s.token_count();
     }
@@ -646,14 +675,14 @@ fn codex_turn(s: &mut Sess<'_>, projects: &mut [Project]) {
     s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! { "type" => J::S("agent_message"), "message" => J::S(&answer) }});
     let ts = s.tick(10);
     s.line(obj! { "timestamp" => J::Str(ts), "type" => J::S("event_msg"), "payload" => obj! {
-        "type" => J::S("task_complete"), "turn_id" => J::S(&turn_id), "last_agent_message" => J::S(&answer) }});
+    "type" => J::S("task_complete"), "turn_id" => J::S(&turn_id), "last_agent_message" => J::S(&answer) }});
     s.turns += 1;
     if s.turns % 12 == 0 {
         let summary = world.words.prose(&mut s.rng, 4_000);
         // Every earlier user message (screenshots included) and the latest items, again.
         let history: Vec<J<'_>> = s.history.iter().chain(&s.recent).map(|h| J::Raw(h)).collect();
         let line = obj! { "timestamp" => J::Str(iso(s.now + 1)), "type" => J::S("compacted"), "payload" => obj! {
-            "message" => J::S(&summary), "replacement_history" => J::A(history) }}
+        "message" => J::S(&summary), "replacement_history" => J::A(history) }}
         .to_vec();
         s.out.extend_from_slice(&line);
         s.out.push(b'\n');
@@ -721,29 +750,29 @@ fn pi_turn(s: &mut Sess<'_>, projects: &mut [Project], parent: &mut String) {
             None => ("bash", obj! { "command" => J::S(&action.cmd) }),
         };
         let assistant = obj! { "role" => J::S("assistant"), "content" => J::A(vec![
-                obj! { "type" => J::S("thinking"), "thinking" => J::S(&thinking), "thinkingSignature" => J::Str(signature) },
-                obj! { "type" => J::S("toolCall"), "id" => J::S(&call_id), "name" => J::S(name), "arguments" => args }]),
-            "api" => J::S("anthropic-messages"), "provider" => J::S("anthropic"), "model" => J::S("claude-opus-5"),
-            "usage" => obj! { "input" => J::N(s.rng.range(1, 9) as i64), "output" => J::N(s.rng.range(50, 900) as i64),
-                "cacheRead" => J::N(s.rng.range(1_000, 150_000) as i64), "cacheWrite" => J::N(s.rng.range(0, 5_000) as i64) },
-            "stopReason" => J::S("toolUse"), "timestamp" => J::N(s.now as i64) };
+            obj! { "type" => J::S("thinking"), "thinking" => J::S(&thinking), "thinkingSignature" => J::Str(signature) },
+            obj! { "type" => J::S("toolCall"), "id" => J::S(&call_id), "name" => J::S(name), "arguments" => args }]),
+        "api" => J::S("anthropic-messages"), "provider" => J::S("anthropic"), "model" => J::S("claude-opus-5"),
+        "usage" => obj! { "input" => J::N(s.rng.range(1, 9) as i64), "output" => J::N(s.rng.range(50, 900) as i64),
+            "cacheRead" => J::N(s.rng.range(1_000, 150_000) as i64), "cacheWrite" => J::N(s.rng.range(0, 5_000) as i64) },
+        "stopReason" => J::S("toolUse"), "timestamp" => J::N(s.now as i64) };
         pi_entry(s, parent, vec![("message", assistant)]);
         let result = obj! { "role" => J::S("toolResult"), "toolCallId" => J::S(&call_id), "toolName" => J::S(name),
-            "content" => J::A(vec![obj! { "type" => J::S("text"), "text" => J::S(&action.output) }]),
-            "isError" => J::B(action.exit_code != 0), "timestamp" => J::N(s.now as i64) };
+        "content" => J::A(vec![obj! { "type" => J::S("text"), "text" => J::S(&action.output) }]),
+        "isError" => J::B(action.exit_code != 0), "timestamp" => J::N(s.now as i64) };
         pi_entry(s, parent, vec![("message", result)]);
     }
     let answer = world.words.prose_log(&mut s.rng, 100, 3_000);
     let assistant = obj! { "role" => J::S("assistant"), "content" => J::A(vec![obj! { "type" => J::S("text"), "text" => J::S(&answer) }]),
-        "api" => J::S("anthropic-messages"), "provider" => J::S("anthropic"), "model" => J::S("claude-opus-5"),
-        "stopReason" => J::S("stop"), "timestamp" => J::N(s.now as i64) };
+    "api" => J::S("anthropic-messages"), "provider" => J::S("anthropic"), "model" => J::S("claude-opus-5"),
+    "stopReason" => J::S("stop"), "timestamp" => J::N(s.now as i64) };
     pi_entry(s, parent, vec![("message", assistant)]);
     s.turns += 1;
     if s.turns % 15 == 0 {
         let summary = world.words.prose(&mut s.rng, 4_500);
         let line = obj! { "type" => J::S("compaction"), "id" => J::Str(s.rng.hex(8)), "parentId" => J::S(parent),
-            "timestamp" => J::Str(iso(s.now)), "summary" => J::S(&summary), "firstKeptEntryId" => J::S(parent),
-            "tokensBefore" => J::N(s.rng.range(100_000, 200_000) as i64) }
+        "timestamp" => J::Str(iso(s.now)), "summary" => J::S(&summary), "firstKeptEntryId" => J::S(parent),
+        "tokensBefore" => J::N(s.rng.range(100_000, 200_000) as i64) }
         .to_vec();
         s.out.extend_from_slice(&line);
         s.out.push(b'\n');
@@ -771,7 +800,9 @@ fn parse_args() -> Result<Args, String> {
                 let v = it.next().ok_or("--grow needs a percentage")?;
                 args.grow_percent = Some(v.trim_end_matches('%').parse().map_err(|_| format!("bad --grow {v}"))?);
             }
-            "-h" | "--help" => return Err("usage: gen-corpus [--seed N] (--size 1G | --grow 10%) OUT".into()),
+            "-h" | "--help" => {
+                return Err("usage: gen-corpus [--seed N] (--size 1G | --grow 10%) OUT".into());
+            }
             _ if args.out.as_os_str().is_empty() && !a.starts_with('-') => args.out = PathBuf::from(a),
             _ => return Err(format!("unexpected argument {a:?}")),
         }
@@ -849,7 +880,10 @@ fn generate(seed: u64, size: u64, out: &Path) -> io::Result<()> {
             let r = &recent[rng.below(recent.len() as u64) as usize];
             (r.2, r.3)
         } else {
-            (rng.log_range(1, 10) as usize - 1, (((now - EPOCH_MS) / (10 * DAY_MS)) as usize).min(world.versions.len() - 1))
+            (
+                rng.log_range(1, 10) as usize - 1,
+                (((now - EPOCH_MS) / (10 * DAY_MS)) as usize).min(world.versions.len() - 1),
+            )
         };
         let mut s = Sess {
             world: &world,
@@ -974,11 +1008,7 @@ fn grow(seed: u64, percent: u64, out: &Path) -> io::Result<()> {
         let pi = head["type"] == "session";
         let cwd = if pi { &head["cwd"] } else { &head["payload"]["cwd"] };
         let project = world.projects.iter().position(|p| cwd == p.cwd.as_str()).unwrap_or(0);
-        let version = world
-            .versions
-            .iter()
-            .position(|v| head["payload"]["cli_version"] == v.0.as_str())
-            .unwrap_or(0);
+        let version = world.versions.iter().position(|v| head["payload"]["cli_version"] == v.0.as_str()).unwrap_or(0);
         let now = EPOCH_MS + 61 * DAY_MS + rng.below(DAY_MS);
         let mut s = Sess {
             world: &world,

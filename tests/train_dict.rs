@@ -7,8 +7,7 @@ use common::{Env, fixture_files};
 
 fn fold(env: &Env, file: &std::path::Path, id: &str) -> Vec<u8> {
     let parts = env.run("ctxfold-split", [std::ffi::OsStr::new("--write"), file.as_os_str()]).ok().stdout;
-    env.run_with_stdin("ctxfold-write-manifest", ["--session-id", id, "--source", file.to_str().unwrap()], &parts)
-        .ok();
+    env.run_with_stdin("ctxfold-write-manifest", ["--session-id", id, "--source", file.to_str().unwrap()], &parts).ok();
     parts
 }
 
@@ -67,7 +66,8 @@ fn a_manifest_naming_a_missing_dictionary_is_refused() {
     let path = env.store.join("manifests/s.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let bogus = "ab".repeat(32);
-    let edited = text.replace("\"compression\": \"zstd\"", &format!("\"compression\": \"zstd\",\n    \"dictionary\": \"{bogus}\""));
+    let edited = text
+        .replace("\"compression\": \"zstd\"", &format!("\"compression\": \"zstd\",\n    \"dictionary\": \"{bogus}\""));
     assert_ne!(edited, text);
     std::fs::write(&path, edited).unwrap();
     env.run("ctxfold-cat-manifest", ["s"]).fails(1).one_line_error(&format!("zstd dictionary {bogus} is not in"));

@@ -110,5 +110,5 @@ pub fn absolute_utf8(path: &Path) -> Result<String> {
     absolute
         .into_os_string()
         .into_string()
-        .map_err(|p| Error::failed(format!("{}: a path that is not UTF-8 cannot be recorded in a manifest", p.display())))
+        .map_err(|p| Error::failed(format!("{}: a path that is not UTF-8 cannot be recorded in a manifest", Path::new(&p).display())))
 }

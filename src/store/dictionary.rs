@@ -31,9 +31,12 @@ pub const DEFAULT_MAX_SIZE: usize = 112_640;
 
 const CURRENT: &str = "CURRENT";
 
-/// Registered dictionaries by zstd dictionary id (name and bytes), shared by a store handle's clones.
+/// A registered dictionary: its name and bytes.
+pub type Named = (Digest, Arc<[u8]>);
+
+/// Registered dictionaries by zstd dictionary id, shared by a store handle's clones.
 #[derive(Clone, Default)]
-pub struct Cache(Arc<Mutex<HashMap<u32, (Digest, Arc<[u8]>)>>>);
+pub struct Cache(Arc<Mutex<HashMap<u32, Named>>>);
 
 impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -160,7 +163,7 @@ impl Store {
     }
 
     /// The dictionary a frame names by id, looked up among the registered ones: its name and bytes.
-    pub(super) fn decoder_dictionary(&self, id: NonZeroU32) -> Result<(Digest, Arc<[u8]>)> {
+    pub(super) fn decoder_dictionary(&self, id: NonZeroU32) -> Result<Named> {
         let mut cache = self.dictionaries.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(found) = cache.get(&id.get()) {
             return Ok(found.clone());

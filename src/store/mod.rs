@@ -18,13 +18,15 @@ pub mod dictionary;
 pub mod lock;
 pub mod manifest;
 pub mod objects;
-pub mod reconstruct;
 pub mod pipeline;
+pub mod reconstruct;
 pub mod writer;
 
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, IoContext, Result};
 
@@ -36,12 +38,15 @@ pub struct Store {
     root: PathBuf,
     /// zstd dictionaries readers have prepared, by dictionary id (shared by clones).
     dictionaries: dictionary::Cache,
+    /// Which `objects/<2 hex>/` directories this handle (and its clones) has made sure exist.
+    fans_created: Arc<[AtomicBool; 256]>,
 }
 
 impl Store {
     /// A handle on a store that may not exist yet; nothing is touched.
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), dictionaries: dictionary::Cache::default() }
+        let fans_created = Arc::new(std::array::from_fn(|_| AtomicBool::new(false)));
+        Self { root: root.into(), dictionaries: dictionary::Cache::default(), fans_created }
     }
 
     /// Open an existing store for reading.

@@ -112,7 +112,7 @@ impl Store {
         }
         let compressed = encoder.compress(raw)?;
         let stored_bytes = compressed.len() as u64;
-        super::create_private_dir(path.parent().expect("object paths have a parent"))?;
+        self.create_fan_out_dir(digest)?;
         let mut pending = Pending::new_in(&self.tmp_dir(), ".object-")?;
         pending.write_all(compressed).with_path("write", pending.path())?;
         let created = pending.commit_unsynced(&path)? == Committed::Written;
@@ -136,9 +136,19 @@ impl Store {
             return Ok((digest, raw_bytes, Stored { stored_bytes, created: false }));
         }
         let stored_bytes = pending.file().metadata().with_path("stat", &temp)?.len();
-        super::create_private_dir(path.parent().expect("object paths have a parent"))?;
+        self.create_fan_out_dir(&digest)?;
         let created = pending.commit_unsynced(&path)? == Committed::Written;
         Ok((digest, raw_bytes, Stored { stored_bytes, created }))
+    }
+
+    /// `objects/<2 hex>/`, created once per store handle rather than checked once per object.
+    fn create_fan_out_dir(&self, digest: &Digest) -> Result<()> {
+        let fan = &self.fans_created[usize::from(digest.as_bytes()[0])];
+        if !fan.load(std::sync::atomic::Ordering::Relaxed) {
+            super::create_private_dir(self.object_path(digest).parent().expect("object paths have a parent"))?;
+            fan.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     fn touch_object(&self, path: &std::path::Path) -> Result<Option<u64>> {

@@ -196,14 +196,20 @@ mod tests {
         let settings = Settings::default();
         let sequential_store = Store::init(dir.path().join("a")).unwrap();
         let mut sequential = Vec::new();
-        let mut writer =
-            PartWriter::new(Mode::Write(&sequential_store, Encoder::new(3).unwrap()), |p| Ok(sequential.push(p)));
+        let mut writer = PartWriter::new(Mode::Write(&sequential_store, Encoder::new(3).unwrap()), |p| {
+            sequential.push(p);
+            Ok(())
+        });
         segment(&settings, &mut &input[..], "input", &mut writer).unwrap();
         let sequential_stats = writer.stats;
 
         let store = Store::init(dir.path().join("b")).unwrap();
         let mut parallel = Vec::new();
-        let mut writer = ParallelWriter::new(&store, &Encoder::new(3).unwrap(), 3, |p| Ok(parallel.push(p))).unwrap();
+        let mut writer = ParallelWriter::new(&store, &Encoder::new(3).unwrap(), 3, |p| {
+            parallel.push(p);
+            Ok(())
+        })
+        .unwrap();
         segment(&settings, &mut &input[..], "input", &mut writer).unwrap();
         let stats = writer.finish().unwrap();
         assert_eq!(parallel, sequential);
