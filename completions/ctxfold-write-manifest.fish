@@ -1,5 +1,5 @@
 complete -c ctxfold-write-manifest -l session-id -d 'The session id, which names the manifest file (a plain file name)' -r
-complete -c ctxfold-write-manifest -l source -d 'The file the parts were cut from; its sha256 and size are what the parts must rebuild' -r -F
+complete -c ctxfold-write-manifest -l source -d 'The file the parts were cut from; its sha256 and size (decompressed, for a `.zst`) are what the parts must rebuild' -r -F
 complete -c ctxfold-write-manifest -l title -d 'The session\'s title' -r
 complete -c ctxfold-write-manifest -l cwd -d 'The session\'s working directory' -r
 complete -c ctxfold-write-manifest -l rollout-path -d 'Where restore puts the session back [default: the absolute path of --source]' -r

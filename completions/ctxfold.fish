@@ -64,7 +64,7 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand split" -l write -d 'Stor
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand split" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand split" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l session-id -d 'The session id, which names the manifest file (a plain file name)' -r
-complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l source -d 'The file the parts were cut from; its sha256 and size are what the parts must rebuild' -r -F
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l source -d 'The file the parts were cut from; its sha256 and size (decompressed, for a `.zst`) are what the parts must rebuild' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l title -d 'The session\'s title' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l cwd -d 'The session\'s working directory' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l rollout-path -d 'Where restore puts the session back [default: the absolute path of --source]' -r
