@@ -39,7 +39,7 @@ label = {
     "borg": "borg create zstd,3",
     "git": "git add+commit+gc",
     "zstd3": "zstd -3 per file",
-    "tarzst": "tar | zstd -19 --long=31",
+    "tarzst": "tar \\| zstd -19 --long=31",
 }
 
 
@@ -94,7 +94,7 @@ targets = [
     ("store ≤ ½ restic", store <= rows[("restic", "backup")]["bytes"] / 2, f"{store / rows[('restic', 'backup')]['bytes']:.2f}×"),
     ("store ≤ ½ borg", store <= rows[("borg", "backup")]["bytes"] / 2, f"{store / rows[('borg', 'backup')]['bytes']:.2f}×"),
     ("store ≤ ⅓ per-file zstd -3", store <= rows[("zstd3", "backup")]["bytes"] / 3, f"{store / rows[('zstd3', 'backup')]['bytes']:.2f}×"),
-    ("store ≤ 1.3× tar|zstd -19 --long=31", store <= 1.3 * rows[("tarzst", "backup")]["bytes"], f"{store / rows[('tarzst', 'backup')]['bytes']:.2f}×"),
+    ("store ≤ 1.3× tar \\| zstd -19 --long=31", store <= 1.3 * rows[("tarzst", "backup")]["bytes"], f"{store / rows[('tarzst', 'backup')]['bytes']:.2f}×"),
     ("fold ≥ 250 MB/s", input_bytes / cx_b["wall"] >= 250 * MB, f"{rate(input_bytes, cx_b['wall'])} MB/s on disk, {rate(logical, cx_b['wall'])} MB/s of JSONL"),
     ("re-fold unchanged ≥ 1 GB/s", input_bytes / rf["wall"] >= 1000 * MB, f"{rate(input_bytes, rf['wall'])} MB/s"),
     ("re-fold after 10% growth ≤ ⅕ first fold", g["wall"] <= cx_b["wall"] / 5, f"{g['wall'] / cx_b['wall']:.2f}× the first fold"),
@@ -132,10 +132,14 @@ if os.path.getsize(variants_path) > 0:
         f"generated-128M {num('SMALL_ZSTD'):,.0f} bytes (Codex's own .zst archives counted as they are)."
     )
 
+cpu_model = sh("lscpu | sed -n 's/^Model name: *//p'")
+memory = sh("free -g | awk '/^Mem:/ {print $2}'")
+filesystem = sh(f"df -T {os.path.dirname(os.path.abspath(results_path))} | awk 'NR==2 {{print $2}}'")
+versions = "; ".join(sh(c) for c in ["rustc --version", "restic version | cut -d' ' -f1-2", "borg --version", "git --version", "zstd --version"])
 machine = [
-    f"- CPU: {sh('lscpu | sed -n s/^Model\\ name:\\ *//p')} ({os.cpu_count()} cores)",
-    f"- memory: {sh('free -g | awk \"/^Mem:/ {print \\$2}\"')} GiB; kernel {platform.release()}; filesystem {sh('df -T ' + os.path.dirname(results_path) + ' | awk \"NR==2 {print \\$2}\"')}",
-    f"- {sh('rustc --version')}; {sh('restic version | cut -d\" \" -f1-2')}; {sh('borg --version')}; {sh('git --version')}; {sh('zstd --version')}",
+    f"- CPU: {cpu_model} ({os.cpu_count()} cores, shared: other jobs ran during the benchmark)",
+    f"- memory: {memory} GiB; kernel {platform.release()}; filesystem {filesystem}",
+    f"- {versions}",
     f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
 ]
 
@@ -150,7 +154,7 @@ text = "\n".join(
     [
         "# Benchmarks",
         "",
-        "Written by `bench/run` (do not edit by hand; rerun it). ctxfold beside restic, borg, git and zstd on one",
+        "Written by `bench/run` (rerun it rather than edit; the last section holds notes written after the run). ctxfold beside restic, borg, git and zstd on one",
         "generated corpus, in one run, on this machine:",
         "",
         *machine,
