@@ -1,5 +1,6 @@
-//! ctxfold-train-dict: a dictionary trained on the store's objects, used by later writes, named in
-//! their manifests, and used again by every reader; retraining never strands an object.
+//! Folding with the plumbing as bench/run does: ctxfold-train-dict (a dictionary trained on the
+//! store's objects, used by later writes, named in their manifests, used again by every reader;
+//! retraining never strands an object), and Codex's `.jsonl.zst` archives folded as plain JSONL.
 
 mod common;
 
@@ -74,4 +75,19 @@ fn a_manifest_naming_a_missing_dictionary_is_refused() {
     let unknown = text.replace("\"compression\": \"zstd\"", "\"compression\": \"zstd\",\n    \"window_log\": 31");
     std::fs::write(&path, unknown).unwrap();
     env.run("ctxfold-cat-manifest", ["s"]).fails(1).one_line_error("unknown field `window_log`");
+}
+
+#[test]
+fn a_codex_zst_archive_folds_as_its_plain_bytes_and_restores_beside_it() {
+    let env = Env::new();
+    let file = &fixture_files()[0];
+    let plain = std::fs::read(file).unwrap();
+    let archive = env.path("rollout-x.jsonl.zst");
+    std::fs::write(&archive, zstd::encode_all(&plain[..], 3).unwrap()).unwrap();
+    fold(&env, &archive, "x");
+    let m = manifest(&env, "x");
+    assert_eq!(m["source"]["bytes"], plain.len() as u64);
+    assert_eq!(m["session"]["rollout_path"], env.path("rollout-x.jsonl").to_str().unwrap());
+    env.run("ctxfold", ["restore", "x"]).ok();
+    assert_eq!(std::fs::read(env.path("rollout-x.jsonl")).unwrap(), plain);
 }

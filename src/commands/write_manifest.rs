@@ -32,7 +32,8 @@ pub struct WriteManifestArgs {
     /// The session's working directory
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<String>,
-    /// Where restore puts the session back [default: the absolute path of --source]
+    /// Where restore puts the session back [default: the absolute path of --source, without the
+    /// `.zst` of a compressed one: restore writes the plain JSONL, which Codex prefers]
     #[arg(long, value_name = "PATH")]
     pub rollout_path: Option<String>,
     /// Mark the session archived
@@ -53,7 +54,13 @@ impl Command for WriteManifestArgs {
         let mut settings = self.settings.settings()?;
         let rollout_path = match self.rollout_path {
             Some(path) => path,
-            None => absolute_utf8(&self.source)?,
+            None => {
+                let path = absolute_utf8(&self.source)?;
+                match path.strip_suffix(".zst") {
+                    Some(plain) if crate::input::is_zstd(&self.source) => plain.to_string(),
+                    _ => path,
+                }
+            }
         };
         let store = self.store.init()?;
         let _lock = store.lock(Mode::Shared, || ())?;
