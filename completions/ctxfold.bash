@@ -82,6 +82,9 @@ _ctxfold() {
             ctxfold,sync)
                 cmd="ctxfold__subcmd__sync"
                 ;;
+            ctxfold,train-dict)
+                cmd="ctxfold__subcmd__train__subcmd__dict"
+                ;;
             ctxfold,verify-span)
                 cmd="ctxfold__subcmd__verify__subcmd__span"
                 ;;
@@ -104,7 +107,7 @@ _ctxfold() {
 
     case "${cmd}" in
         ctxfold)
-            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span fold restore materialize ls status stats fsck gc remote sync clone seeds recall"
+            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span train-dict fold restore materialize ls status stats fsck gc remote sync clone seeds recall"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -770,6 +773,43 @@ _ctxfold() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o plusdirs
                     fi
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ctxfold__subcmd__train__subcmd__dict)
+            opts="-h -V --max-size --sample-bytes --max-object-bytes --no-use --use --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sample-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-object-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --use)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --store)

@@ -38,6 +38,7 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "mirror" -d 'Commit 
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "extract-seeds" -d 'Extract seed index v2 records (`fold-index`) from a Pi session or a Codex rollout'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "read-seeds" -d 'Print the union of seed-index files: the records that stand, one JSON line each'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "verify-span" -d 'Print a span\'s block text after checking it against its sha256'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "train-dict" -d 'Train a zstd dictionary on the store\'s objects and write new objects with it'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fold" -d 'Fold sessions into the store (a dry run unless --apply)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "restore" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "materialize" -d 'Restore a folded session to disk, byte for byte and verified (alias: materialize)'
@@ -79,10 +80,10 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand split" -l write -d 'Stor
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand split" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand split" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l session-id -d 'The session id, which names the manifest file (a plain file name)' -r
-complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l source -d 'The file the parts were cut from; its sha256 and size are what the parts must rebuild' -r -F
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l source -d 'The file the parts were cut from; its sha256 and size (decompressed, for a `.zst`) are what the parts must rebuild' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l title -d 'The session\'s title' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l cwd -d 'The session\'s working directory' -r
-complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l rollout-path -d 'Where restore puts the session back [default: the absolute path of --source]' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l rollout-path -d 'Where restore puts the session back [default: the absolute path of --source, without the `.zst` of a compressed one: restore writes the plain JSONL, which Codex prefers]' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l field-threshold -d 'String values whose raw token is at least this many bytes become field parts' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l max-json-line-bytes -d 'Lines longer than this (with their newline) are not parsed, only chunked' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand write-manifest" -l cdc-min-bytes -d 'FastCDC minimum chunk size for the bytes between fields' -r
@@ -125,6 +126,14 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -l store -d
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -l batch -d 'Check the spans listed on stdin (`BLOCKID<TAB>SHA256` lines)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand verify-span" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l max-size -d 'Largest dictionary to train, in bytes' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l sample-bytes -d 'How many bytes of objects to train on at most' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l max-object-bytes -d 'Objects stored in more than this many bytes are left out (they gain little)' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l use -d 'Instead of training, write new objects with this registered dictionary (`none`: without)' -r
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -l no-use -d 'Register the dictionary but keep writing new objects as before'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand train-dict" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l field-threshold -d 'String values whose raw token is at least this many bytes become field parts' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l max-json-line-bytes -d 'Lines longer than this (with their newline) are not parsed, only chunked' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l cdc-min-bytes -d 'FastCDC minimum chunk size for the bytes between fields' -r

@@ -20,6 +20,7 @@ pub mod split;
 pub mod stats;
 pub mod status;
 pub mod sync;
+pub mod train_dict;
 pub mod verify_span;
 pub mod write_manifest;
 
@@ -39,6 +40,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<extract_seeds::ExtractSeedsArgs>(Level::Plumbing),
         Spec::of::<read_seeds::ReadSeedsArgs>(Level::Plumbing),
         Spec::of::<verify_span::VerifySpanArgs>(Level::Plumbing),
+        Spec::of::<train_dict::TrainDictArgs>(Level::Plumbing),
         Spec::of::<fold::FoldArgs>(Level::Porcelain),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
         Spec::of::<ls::LsArgs>(Level::Porcelain),
@@ -83,6 +85,7 @@ impl SettingsArgs {
             cdc_average_bytes: self.cdc_average_bytes,
             cdc_max_bytes: self.cdc_max_bytes,
             compression: "zstd".into(),
+            dictionary: None,
         };
         settings.check_writable()?;
         Ok(settings)

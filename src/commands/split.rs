@@ -1,18 +1,19 @@
 //! `ctxfold-split`: segment a file into fold-v1 parts, as JSON Lines; `--write` stores the objects.
 
-use std::fs::File;
-use std::io::BufReader;
+use std::io::BufRead;
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs};
 use crate::commands::{LevelArgs, SettingsArgs};
-use crate::error::{IoContext, Result, write_failed};
+use crate::error::{Result, write_failed};
 use crate::segment::segment;
 use crate::store::lock::Mode as LockMode;
-use crate::store::objects::Encoder;
+use crate::store::pipeline::{ParallelWriter, default_workers};
 use crate::store::writer::{Mode, PartWriter};
 
 /// Segment a session file into fold-v1 parts, printed as JSON Lines
+///
+/// A `.zst` file (a Codex archive) is segmented as its decompressed bytes.
 ///
 /// Each line of a valid JSON value contributes a field part for every string value (never a key)
 /// whose raw token, quotes and escapes as written, is at least --field-threshold bytes; every other
@@ -22,7 +23,8 @@ use crate::store::writer::{Mode, PartWriter};
 /// Each output line is one manifest part, ready for ctxfold-write-manifest:
 /// `{"kind":"field","json_path":"/payload/output","object":{"sha256":"…","raw_bytes":5000}}`
 /// (with "stored_bytes" too under --write). Memory is bounded by the longest line, capped by
-/// --max-json-line-bytes.
+/// --max-json-line-bytes. Under --write, new objects are hashed and compressed on one thread per
+/// core, with the store's current zstd dictionary if it has one (see ctxfold-train-dict).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-split", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct SplitArgs {
@@ -43,48 +45,48 @@ pub struct SplitArgs {
 impl Command for SplitArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let settings = self.settings.settings()?;
-        let store = if self.write {
-            Some(self.store.init()?)
+        let what = self.file.display().to_string();
+        let mut input: Box<dyn BufRead> = if self.file.as_os_str() == "-" {
+            Box::new(&mut *io.stdin)
         } else {
-            None
+            crate::input::open(&self.file)?
         };
-        let _lock = match &store {
-            Some(store) => Some(store.lock(LockMode::Shared, || ())?),
-            None => None,
-        };
-        let mode = match &store {
-            Some(store) => Mode::Write(store, Encoder::new(self.level.level)?),
-            None => Mode::HashOnly,
+        let what = if self.file.as_os_str() == "-" {
+            "<stdin>".to_string()
+        } else {
+            what
         };
         let out = &mut *io.out;
-        let mut writer = PartWriter::new(mode, |part| {
-            let line = if store.is_some() {
-                serde_json::to_vec(&part)
-            } else {
-                // Without --write the stored size is unknown: leave it out rather than lie.
+        if !self.write {
+            // Without --write the stored size is unknown: leave it out rather than lie.
+            let mut writer = PartWriter::new(Mode::HashOnly, |part| {
                 let mut value = serde_json::to_value(&part).expect("parts serialize");
                 value["object"]
                     .as_object_mut()
                     .expect("object")
                     .remove("stored_bytes");
-                serde_json::to_vec(&value)
-            }
-            .expect("parts serialize");
-            out.write_all(&line)
-                .and_then(|()| out.write_all(b"\n"))
-                .map_err(write_failed)
-        });
-        let what = self.file.display().to_string();
-        if self.file.as_os_str() == "-" {
-            segment(&settings, &mut *io.stdin, "<stdin>", &mut writer)?;
-        } else {
-            let file = File::open(&self.file).with_path("open", &self.file)?;
-            let mut input = BufReader::with_capacity(1 << 20, file);
+                print_line(out, &value)
+            });
             segment(&settings, &mut input, &what, &mut writer)?;
+            return Ok(Status::Success);
         }
-        if let Some(store) = &store {
-            store.sync()?;
-        }
+        let store = self.store.init()?;
+        let _lock = store.lock(LockMode::Shared, || ())?;
+        // New objects are hashed and compressed on worker threads while this one reads.
+        let (encoder, _dictionary) = store.encoder(self.level.level)?;
+        let mut writer = ParallelWriter::new(&store, &encoder, default_workers(), |part| {
+            print_line(out, &part)
+        })?;
+        segment(&settings, &mut input, &what, &mut writer)?;
+        writer.finish()?;
+        store.sync()?;
         Ok(Status::Success)
     }
+}
+
+fn print_line(out: &mut dyn std::io::Write, value: &impl serde::Serialize) -> Result<()> {
+    let line = serde_json::to_vec(value).expect("parts serialize");
+    out.write_all(&line)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(write_failed)
 }

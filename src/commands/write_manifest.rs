@@ -1,6 +1,5 @@
 //! `ctxfold-write-manifest`: parts on stdin plus session fields become a committed manifest.
 
-use std::fs::File;
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -25,7 +24,7 @@ pub struct WriteManifestArgs {
     /// The session id, which names the manifest file (a plain file name)
     #[arg(long, value_name = "ID")]
     pub session_id: String,
-    /// The file the parts were cut from; its sha256 and size are what the parts must rebuild
+    /// The file the parts were cut from; its sha256 and size (decompressed, for a `.zst`) are what the parts must rebuild
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub source: PathBuf,
     /// The session's title
@@ -34,7 +33,8 @@ pub struct WriteManifestArgs {
     /// The session's working directory
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<String>,
-    /// Where restore puts the session back [default: the absolute path of --source]
+    /// Where restore puts the session back [default: the absolute path of --source, without the
+    /// `.zst` of a compressed one: restore writes the plain JSONL, which Codex prefers]
     #[arg(long, value_name = "PATH")]
     pub rollout_path: Option<String>,
     /// Mark the session archived
@@ -52,16 +52,24 @@ pub struct WriteManifestArgs {
 impl Command for WriteManifestArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         check_session_id(&self.session_id)?;
-        let settings = self.settings.settings()?;
+        let mut settings = self.settings.settings()?;
         let rollout_path = match self.rollout_path {
             Some(path) => path,
-            None => absolute_utf8(&self.source)?,
+            None => {
+                let path = absolute_utf8(&self.source)?;
+                match path.strip_suffix(".zst") {
+                    Some(plain) if crate::input::is_zstd(&self.source) => plain.to_string(),
+                    _ => path,
+                }
+            }
         };
         let store = self.store.init()?;
         let _lock = store.lock(Mode::Shared, || ())?;
         let parts = read_parts(&mut *io.stdin, &store)?;
-        let file = File::open(&self.source).with_path("open", &self.source)?;
-        let (sha256, bytes) = hash_reader(file).with_path("read", &self.source)?;
+        // The dictionary ctxfold-split --write compressed new objects with.
+        settings.dictionary = store.current_dictionary()?;
+        let (sha256, bytes) =
+            hash_reader(crate::input::open(&self.source)?).with_path("read", &self.source)?;
         let manifest = Manifest {
             version: VERSION,
             kind: KIND.into(),

@@ -21,8 +21,14 @@ use crate::error::{Error, Result};
 use cdc::GapChunker;
 use scan::{Field, Scanner};
 
-/// The segmentation settings, recorded in every manifest exactly as the contract names them.
+/// The segmentation settings, recorded in every manifest exactly as the contract names them,
+/// plus `dictionary` (ours) when new objects were written with a zstd dictionary.
+///
+/// A reader refuses any key it does not know, since an unknown setting may change how the objects
+/// must be read; the reference implementation's `record_threshold` (a fold-v2 writer setting
+/// that does not change fold-v1 reads) is the one tolerated and dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "SettingsOnDisk")]
 pub struct Settings {
     pub field_threshold: u64,
     pub max_json_line_bytes: u64,
@@ -30,6 +36,38 @@ pub struct Settings {
     pub cdc_average_bytes: u64,
     pub cdc_max_bytes: u64,
     pub compression: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dictionary: Option<Digest>,
+}
+
+/// What a manifest's `settings` may hold.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsOnDisk {
+    field_threshold: u64,
+    max_json_line_bytes: u64,
+    cdc_min_bytes: u64,
+    cdc_average_bytes: u64,
+    cdc_max_bytes: u64,
+    compression: String,
+    #[serde(default)]
+    dictionary: Option<Digest>,
+    #[serde(default, rename = "record_threshold")]
+    _record_threshold: Option<serde::de::IgnoredAny>,
+}
+
+impl From<SettingsOnDisk> for Settings {
+    fn from(d: SettingsOnDisk) -> Self {
+        Self {
+            field_threshold: d.field_threshold,
+            max_json_line_bytes: d.max_json_line_bytes,
+            cdc_min_bytes: d.cdc_min_bytes,
+            cdc_average_bytes: d.cdc_average_bytes,
+            cdc_max_bytes: d.cdc_max_bytes,
+            compression: d.compression,
+            dictionary: d.dictionary,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -41,6 +79,7 @@ impl Default for Settings {
             cdc_average_bytes: 16384,
             cdc_max_bytes: 65536,
             compression: "zstd".into(),
+            dictionary: None,
         }
     }
 }

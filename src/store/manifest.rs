@@ -1,8 +1,9 @@
 //! Fold V1 manifests: the serde types that write exactly the contract's JSON, the checks every
 //! manifest passes before anything trusts it, and the one way a manifest is committed.
 //!
-//! Readers follow the reference implementation: unknown keys (`created_at`,
-//! `settings.record_threshold`) are ignored, `title`, `cwd` and `json_path` may be absent, and
+//! Readers follow the reference implementation: unknown top-level keys (`created_at`) and
+//! `settings.record_threshold` are ignored, any other unknown setting is refused (it could change
+//! how objects must be read), `title`, `cwd` and `json_path` may be absent, and
 //! only `version` 1 with `kind` `fold-v1` is accepted (`fold-v2` and its `record` parts are refused
 //! by name).
 
@@ -331,6 +332,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("belongs to fold-v2"), "{err}");
+    }
+
+    #[test]
+    fn refuses_unknown_settings_and_compressions_by_name() {
+        let base = String::from_utf8(sample().to_json()).unwrap();
+        let unknown = base.replace(
+            "\"compression\": \"zstd\"",
+            "\"compression\": \"zstd\", \"window_log\": 27",
+        );
+        let err = Manifest::from_slice(unknown.as_bytes(), "m.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("m.json: invalid manifest: unknown field `window_log`"),
+            "{err}"
+        );
+        let lz4 = base.replace("\"compression\": \"zstd\"", "\"compression\": \"lz4\"");
+        let err = Manifest::from_slice(lz4.as_bytes(), "m.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unsupported compression \"lz4\""), "{err}");
+        let mut with = sample();
+        with.settings.dictionary = Some(Digest::of(b"dictionary"));
+        let json = String::from_utf8(with.to_json()).unwrap();
+        assert!(
+            json.contains(&format!(
+                "\"dictionary\": \"{}\"",
+                Digest::of(b"dictionary")
+            )),
+            "{json}"
+        );
+        assert_eq!(Manifest::from_slice(json.as_bytes(), "m").unwrap(), with);
+        let bad = json.replace(&Digest::of(b"dictionary").to_string(), "nope");
+        assert!(Manifest::from_slice(bad.as_bytes(), "m").is_err());
     }
 
     #[test]

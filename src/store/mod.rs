@@ -4,6 +4,8 @@
 //! <store>/manifests/<session-id>.json                  fold-v1 manifests
 //! <store>/objects/<2 hex>/<sha256>.zst                 immutable zstd objects named by raw sha256
 //! <store>/context-fold/<session-id>/seed-index.jsonl   seed index records
+//! <store>/dictionaries/<sha256>                        registered zstd dictionaries (objects too)
+//! <store>/dictionaries/CURRENT                         the dictionary new objects are written with
 //! <store>/tmp/                                         temp files, renamed into place
 //! <store>/locks/objects.lock                           flock shared with the reference implementation
 //! ```
@@ -12,11 +14,13 @@
 //! become parts and `objects`, `manifest`, `reconstruct` for the rest of the engine.
 
 pub mod atomic;
+pub mod dictionary;
 pub mod fsck;
 pub mod gc;
 pub mod lock;
 pub mod manifest;
 pub mod objects;
+pub mod pipeline;
 pub mod reconstruct;
 pub mod union;
 pub mod usage;
@@ -25,6 +29,8 @@ pub mod writer;
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, IoContext, Result};
 
@@ -34,12 +40,21 @@ pub const DIR_MODE: u32 = 0o700;
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    /// zstd dictionaries readers have prepared, by dictionary id (shared by clones).
+    dictionaries: dictionary::Cache,
+    /// Which `objects/<2 hex>/` directories this handle (and its clones) has made sure exist.
+    fans_created: Arc<[AtomicBool; 256]>,
 }
 
 impl Store {
     /// A handle on a store that may not exist yet; nothing is touched.
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        let fans_created = Arc::new(std::array::from_fn(|_| AtomicBool::new(false)));
+        Self {
+            root: root.into(),
+            dictionaries: dictionary::Cache::default(),
+            fans_created,
+        }
     }
 
     /// Open an existing store for reading.

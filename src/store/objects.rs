@@ -8,6 +8,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::Store;
@@ -17,14 +18,31 @@ use crate::error::{Error, IoContext, Result};
 
 pub const DEFAULT_LEVEL: i32 = 3;
 
-/// A reusable zstd compressor (its context is the expensive part to build).
+/// A reusable zstd compressor (its context is the expensive part to build), with or without a
+/// dictionary (see `dictionary.rs`).
 pub struct Encoder {
     compressor: zstd::bulk::Compressor<'static>,
     buffer: Vec<u8>,
+    level: i32,
+    dictionary: Option<Arc<[u8]>>,
 }
 
 impl Encoder {
     pub fn new(level: i32) -> Result<Self> {
+        Self::build(level, None)
+    }
+
+    /// Frames written with a dictionary carry its zstd id, which is how readers find it again.
+    pub fn with_dictionary(level: i32, dictionary: Arc<[u8]>) -> Result<Self> {
+        Self::build(level, Some(dictionary))
+    }
+
+    /// Another encoder like this one, for another thread.
+    pub fn fresh(&self) -> Result<Self> {
+        Self::build(self.level, self.dictionary.clone())
+    }
+
+    fn build(level: i32, dictionary: Option<Arc<[u8]>>) -> Result<Self> {
         let range = zstd::compression_level_range();
         if !range.contains(&level) {
             return Err(Error::usage(format!(
@@ -33,14 +51,19 @@ impl Encoder {
                 range.end()
             )));
         }
-        let mut compressor =
-            zstd::bulk::Compressor::new(level).context(|| "create zstd compressor".into())?;
+        let mut compressor = match &dictionary {
+            None => zstd::bulk::Compressor::new(level),
+            Some(dictionary) => zstd::bulk::Compressor::with_dictionary(level, dictionary),
+        }
+        .context(|| "create zstd compressor".into())?;
         compressor
             .include_checksum(true)
             .context(|| "configure zstd".into())?;
         Ok(Self {
             compressor,
             buffer: Vec::new(),
+            level,
+            dictionary,
         })
     }
 
@@ -102,7 +125,7 @@ impl Store {
         }
         let compressed = encoder.compress(raw)?;
         let stored_bytes = compressed.len() as u64;
-        super::create_private_dir(path.parent().expect("object paths have a parent"))?;
+        self.create_fan_out_dir(digest)?;
         let mut pending = Pending::new_in(&self.tmp_dir(), ".object-")?;
         pending
             .write_all(compressed)
@@ -154,7 +177,7 @@ impl Store {
             ));
         }
         let stored_bytes = pending.file().metadata().with_path("stat", &temp)?.len();
-        super::create_private_dir(path.parent().expect("object paths have a parent"))?;
+        self.create_fan_out_dir(&digest)?;
         let created = pending.commit_unsynced(&path)? == Committed::Written;
         Ok((
             digest,
@@ -164,6 +187,20 @@ impl Store {
                 created,
             },
         ))
+    }
+
+    /// `objects/<2 hex>/`, created once per store handle rather than checked once per object.
+    fn create_fan_out_dir(&self, digest: &Digest) -> Result<()> {
+        let fan = &self.fans_created[usize::from(digest.as_bytes()[0])];
+        if !fan.load(std::sync::atomic::Ordering::Relaxed) {
+            super::create_private_dir(
+                self.object_path(digest)
+                    .parent()
+                    .expect("object paths have a parent"),
+            )?;
+            fan.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     fn touch_object(&self, path: &std::path::Path) -> Result<Option<u64>> {
@@ -186,7 +223,8 @@ impl Store {
     }
 
     /// Stream an object's raw bytes into `out`, checking them against its name and, when given,
-    /// against `expected` bytes (decoding stops one byte past it). Returns the raw size.
+    /// against `expected` bytes (decoding stops one byte past it). Returns the raw size. A frame
+    /// written with a dictionary is decoded with the registered dictionary its header names.
     ///
     /// Bytes reach `out` before the final check: callers that must not expose unverified bytes
     /// write into a temp file or buffer and act on the result.
@@ -204,11 +242,45 @@ impl Store {
             }
             Err(e) => return Err(e).with_path("open object", &path),
         };
-        let decoder =
-            zstd::stream::read::Decoder::new(file).context(|| format!("object {digest}: zstd"))?;
+        // The frame header (at most 18 bytes) names the dictionary, if any.
+        let mut header = Vec::with_capacity(18);
+        (&file)
+            .take(18)
+            .read_to_end(&mut header)
+            .with_path("read object", &path)?;
+        let dictionary = match zstd::zstd_safe::get_dict_id_from_frame(&header) {
+            Some(id) => Some(
+                self.decoder_dictionary(id)
+                    .map_err(|e| e.context(format_args!("object {digest}")))?,
+            ),
+            None => None,
+        };
+        let input = io::BufReader::new(io::Cursor::new(header).chain(file));
         let limit = expected.map_or(u64::MAX, |n| n.saturating_add(1));
         let mut sink = HashingWriter::new(out);
-        copy_object(decoder.take(limit), &mut sink, digest)?;
+        // One decoding context per thread, reused: building one per object (and faulting in its
+        // window) costs more than decoding a small object.
+        DCTX.with(|contexts| -> Result<()> {
+            let mut contexts = contexts.borrow_mut();
+            let key = dictionary.as_ref().map(|(name, _)| *name);
+            let context = match contexts.entry(key) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let mut context = zstd::zstd_safe::DCtx::create();
+                    if let Some((_, bytes)) = &dictionary {
+                        context.load_dictionary(bytes).map_err(|code| {
+                            Error::failed(format!(
+                                "object {digest}: zstd dictionary: {}",
+                                zstd::zstd_safe::get_error_name(code)
+                            ))
+                        })?;
+                    }
+                    e.insert(context)
+                }
+            };
+            let decoder = zstd::stream::read::Decoder::with_context(input, context);
+            copy_object(decoder.take(limit), &mut sink, digest)
+        })?;
         let (_, actual, bytes) = sink.finish();
         if let Some(expected) = expected {
             if bytes > expected {
@@ -277,8 +349,14 @@ fn object_name(path: &std::path::Path) -> Option<Digest> {
     (name[..2] == *fan).then_some(digest)
 }
 
+thread_local! {
+    /// Decoding contexts by the dictionary they hold (loaded once per thread).
+    static DCTX: std::cell::RefCell<std::collections::HashMap<Option<Digest>, zstd::zstd_safe::DCtx<'static>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 fn copy_object(mut from: impl Read, to: &mut impl Write, digest: &Digest) -> Result<()> {
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = [0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => return Ok(()),

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 /// Write the session's bytes to `out`, verifying as they stream. On error, `out` may hold a
 /// prefix: callers that must not expose it write to a temp file.
 pub fn write_session(store: &Store, manifest: &Manifest, out: &mut dyn Write) -> Result<()> {
+    store.check_dictionary(&manifest.settings)?;
     let mut sink = HashingWriter::new(out);
     for part in &manifest.parts {
         store.read_object(&part.object.sha256, Some(part.object.raw_bytes), &mut sink)?;
@@ -68,6 +69,9 @@ impl<'a> SessionReader<'a> {
             }
             return Ok(false);
         };
+        if self.next_part == 0 {
+            self.store.check_dictionary(&self.manifest.settings)?;
+        }
         self.next_part += 1;
         self.buffer.clear();
         self.at = 0;

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""bench/run's report: one table on stdout, and BENCHMARKS.md (machine, date, commands, figures)."""
+
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+results_path, variants_path, out_path, gen_time = sys.argv[1:5]
+env = os.environ
+MB = 1e6
+
+
+def num(name):
+    value = env.get(name, "")
+    return float(value) if value else 0.0
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+rows = {}
+for line in open(results_path):
+    name, step, wall, cpu, rss, stored = line.rstrip("\n").split("\t")
+    rows[(name, step)] = dict(wall=float(wall), cpu=float(cpu), rss_kib=int(rss), bytes=int(stored))
+
+input_bytes = num("INPUT_APPARENT")
+logical = num("INPUT_LOGICAL")
+grown = num("GROWN_APPARENT")
+tools = ["ctxfold", "ctxfold-large", "restic", "borg", "git", "zstd3", "tarzst"]
+label = {
+    "ctxfold": "ctxfold fold",
+    "ctxfold-large": "ctxfold fold, large segmentation",
+    "restic": "restic backup",
+    "borg": "borg create zstd,3",
+    "git": "git add+commit+gc",
+    "zstd3": "zstd -3 per file",
+    "tarzst": "tar \\| zstd -19 --long=31",
+}
+
+
+def rate(nbytes, seconds):
+    return f"{nbytes / MB / seconds:,.0f}" if seconds > 0 else "-"
+
+
+def mib(kib):
+    return f"{kib / 1024:,.0f}"
+
+
+table = [
+    "| tool | backup s (CPU s) | MB/s | peak MiB | store bytes on disk | restore s | restore MB/s | "
+    "ctxfold (default) bytes / this row | its backup time / this row | its restore time / this row |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+]
+cx_b, cx_r = rows[("ctxfold", "backup")], rows[("ctxfold", "restore")]
+for tool in tools:
+    b, r = rows.get((tool, "backup")), rows.get((tool, "restore"))
+    if not b:
+        continue
+    ratio = lambda a, c: f"{a / c:.2f}" if c else "-"
+    table.append(
+        f"| {label[tool]} | {b['wall']:.1f} ({b['cpu']:.1f}) | {rate(input_bytes, b['wall'])} | {mib(max(b['rss_kib'], r['rss_kib']))} | "
+        f"{b['bytes']:,} | {r['wall']:.1f} | {rate(input_bytes, r['wall'])} | {ratio(cx_b['bytes'], b['bytes'])} | "
+        f"{ratio(cx_b['wall'], b['wall'])} | {ratio(cx_r['wall'], r['wall'])} |"
+    )
+
+incremental = [
+    "| step | wall s (CPU s) | peak MiB | store bytes after | bytes added |",
+    "|---|---|---|---|---|",
+]
+for tool, first in [("ctxfold", "backup"), ("ctxfold-large", "backup"), ("restic", "backup"), ("borg", "backup")]:
+    g = rows.get((tool, "grow"))
+    if g:
+        incremental.append(
+            f"| {label[tool]} after 10% growth | {g['wall']:.1f} ({g['cpu']:.1f}) | {mib(g['rss_kib'])} | {g['bytes']:,} | "
+            f"{g['bytes'] - rows[(tool, first)]['bytes']:,} |"
+        )
+for tool in ["ctxfold", "ctxfold-large"]:
+    r = rows.get((tool, "refold"))
+    if r:
+        incremental.append(
+            f"| {label[tool]}: re-fold, corpus unchanged | {r['wall']:.1f} ({r['cpu']:.1f}) | {mib(r['rss_kib'])} | "
+            f"{r['bytes']:,} | {r['bytes'] - rows[(tool, 'backup')]['bytes']:,} |"
+        )
+
+# Targets.
+def verdict(ok):
+    return "met" if ok else "**missed**"
+
+
+def targets_for(tool):
+    b, r, rf, g = (rows[(tool, step)] for step in ["backup", "restore", "refold", "grow"])
+    store = b["bytes"]
+    peak = max(rows[(tool, s)]["rss_kib"] for s in ["backup", "refold", "restore", "grow"])
+    peer = lambda name: rows[(name, "backup")]["bytes"]
+    return [
+        ("store ≤ ½ restic", store <= peer("restic") / 2, f"{store / peer('restic'):.2f}×"),
+        ("store ≤ ½ borg", store <= peer("borg") / 2, f"{store / peer('borg'):.2f}×"),
+        ("store ≤ ⅓ per-file zstd -3", store <= peer("zstd3") / 3, f"{store / peer('zstd3'):.2f}×"),
+        ("store ≤ 1.3× tar \\| zstd -19 --long=31", store <= 1.3 * peer("tarzst"), f"{store / peer('tarzst'):.2f}×"),
+        ("fold ≥ 250 MB/s", input_bytes / b["wall"] >= 250 * MB, f"{rate(input_bytes, b['wall'])} MB/s on disk, {rate(logical, b['wall'])} MB/s of JSONL"),
+        ("re-fold unchanged ≥ 1 GB/s", input_bytes / rf["wall"] >= 1000 * MB, f"{rate(input_bytes, rf['wall'])} MB/s"),
+        ("re-fold after 10% growth ≤ ⅕ first fold", g["wall"] <= b["wall"] / 5, f"{g['wall'] / b['wall']:.2f}× the first fold"),
+        ("restore ≥ 600 MB/s", input_bytes / r["wall"] >= 600 * MB, f"{rate(input_bytes, r['wall'])} MB/s"),
+        ("fold ≥ 2× as fast as restic backup", b["wall"] * 2 <= rows[("restic", "backup")]["wall"], f"{rows[('restic', 'backup')]['wall'] / b['wall']:.2f}×"),
+        ("restore ≥ 2× as fast as restic restore", r["wall"] * 2 <= rows[("restic", "restore")]["wall"], f"{rows[('restic', 'restore')]['wall'] / r['wall']:.2f}×"),
+        ("peak memory < 512 MiB", peak < 512 * 1024, f"{mib(peak)} MiB"),
+    ]
+
+
+configs = [t for t in ["ctxfold", "ctxfold-large"] if (t, "grow") in rows]
+target_lines = ["| target | " + " | ".join(label[t] for t in configs) + " |", "|---" * (len(configs) + 1) + "|"]
+per_config = [targets_for(t) for t in configs]
+for i, (name, _, _) in enumerate(per_config[0]):
+    target_lines.append(f"| {name} | " + " | ".join(f"{verdict(c[i][1])}: {c[i][2]}" for c in per_config) + " |")
+
+objects, small = int(num("OBJECTS")), int(num("SMALL"))
+oa, ob = num("OBJ_APPARENT"), num("OBJ_ALLOCATED")
+layout = (
+    f"{objects:,} objects hold {oa:,.0f} bytes but take {ob:,.0f} bytes of disk blocks "
+    f"({ob - oa:,.0f} bytes, {100 * (ob - oa) / ob if ob else 0:.1f}%, lost to block rounding); "
+    f"{small:,} objects ({100 * small / objects if objects else 0:.0f}%) are under 4 KiB."
+)
+
+variant_lines = []
+if os.path.getsize(variants_path) > 0:
+    base = {"fixtures": num("FIX_ZSTD"), "generated-128M": num("SMALL_ZSTD")}
+    variant_lines = [
+        "| corpus | segmentation | zstd level | dictionary | object bytes | bytes on disk | object bytes / per-file zstd -3 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for line in open(variants_path):
+        fields = line.split()
+        corpus, level, dictionary, apparent, allocated = fields[:5]
+        segmentation = fields[5] if len(fields) > 5 else "contract"
+        b = base.get(corpus) or 0
+        variant_lines.append(
+            f"| {corpus} | {segmentation} | {level} | {dictionary} | {int(apparent):,} | {int(allocated):,} | {int(apparent) / b if b else 0:.2f} |"
+        )
+    variant_lines.append("")
+    variant_lines.append(
+        f"Per-file zstd -3: fixtures {num('FIX_ZSTD'):,.0f} bytes (of {num('FIX_APPARENT'):,.0f}); "
+        f"generated-128M {num('SMALL_ZSTD'):,.0f} bytes (Codex's own .zst archives counted as they are). "
+        "Segmentation `contract`: fold-v1's default settings (fields from 4 KiB, residual CDC 4/16/64 KiB); "
+        "`large`: fields from 32 KiB, residual CDC 64/256/1024 KiB (recorded in each manifest's settings, so any "
+        "fold-v1 reader restores them). Object bytes include the dictionary object."
+    )
+
+cpu_model = sh("lscpu | sed -n 's/^Model name: *//p'")
+memory = sh("free -g | awk '/^Mem:/ {print $2}'")
+filesystem = sh(f"df -T {os.path.dirname(os.path.abspath(results_path))} | awk 'NR==2 {{print $2}}'")
+versions = "; ".join(sh(c) for c in ["rustc --version", "restic version | cut -d' ' -f1-2", "borg --version", "git --version", "zstd --version"])
+machine = [
+    f"- CPU: {cpu_model} ({os.cpu_count()} cores, shared: other jobs ran during the benchmark)",
+    f"- memory: {memory} GiB; kernel {platform.release()}; filesystem {filesystem}",
+    f"- {versions}",
+    f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+]
+
+corpus_line = (
+    f"`gen-corpus --size {env.get('SIZE')} --seed {env.get('SEED')}` wrote {int(num('INPUT_FILES')):,} session files in {gen_time} s: "
+    f"{input_bytes:,.0f} bytes on disk (apparent; {num('INPUT_ALLOCATED'):,.0f} allocated), {logical:,.0f} bytes of JSONL once "
+    f"Codex's `.jsonl.zst` archives are decompressed; `--grow 10%` brought it to {grown:,.0f} bytes. MB/s are over the "
+    f"apparent bytes on disk, the input every tool reads."
+)
+
+text = "\n".join(
+    [
+        "# Benchmarks",
+        "",
+        "Written by `bench/run` (rerun it rather than edit; the last section holds notes written after the run). ctxfold beside restic, borg, git and zstd on one",
+        "generated corpus, in one run, on this machine:",
+        "",
+        *machine,
+        "",
+        "## Corpus",
+        "",
+        corpus_line,
+        "",
+        "## Backup and restore",
+        "",
+        *table,
+        "",
+        "## Incremental",
+        "",
+        *incremental,
+        "",
+        "## Targets",
+        "",
+        *target_lines,
+        "",
+        "## The one-file-per-object layout",
+        "",
+        layout,
+        "",
+        "## Levels and dictionaries",
+        "",
+        *(variant_lines or ["(skipped: --skip-variants)"]),
+        "",
+        "## Commands",
+        "",
+        "Exactly what `bench/run` runs (see the script; `$CORPUS` holds `codex-home/` and `pi-agent/`):",
+        "",
+        "```",
+        "ctxfold:  per session file, 2 at a time: ctxfold-split --write FILE | ctxfold-write-manifest --overwrite --session-id ID --source FILE",
+        "          skipping a session whose manifest is newer than its file (a stand-in for `ctxfold fold --apply` until it lands);",
+        "          restore: ctxfold restore ID --to DIR/ID.jsonl, 2 at a time",
+        "restic:   restic init; restic backup codex-home pi-agent; restic restore latest --target DIR",
+        "borg:     borg init --encryption=none; borg create --compression zstd,3 ::one codex-home pi-agent; borg extract ::one",
+        "git:      git add -A; git commit; git gc; restore: git --work-tree=DIR checkout HEAD -- .",
+        "zstd -3:  zstd -3 -c FILE > FILE.zst per file, 2 at a time (Codex's .zst archives copied as they are); zstd -d per file",
+        "tar|zstd: tar -cf - codex-home pi-agent | zstd -19 --long=31 -T2; zstd -d --long=31 | tar -x",
+        "grow:     gen-corpus --grow 10%, then the ctxfold fold again, restic backup again, borg create ::two",
+        "timing:   /usr/bin/time -f '%e %U %S %M' (wall, user + sys, peak RSS of the largest process); bytes: du -s --block-size=1",
+        "```",
+        "",
+    ]
+)
+open(out_path, "w").write(text)
+print("\n".join(table + [""] + incremental + [""] + target_lines + ["", layout]))

@@ -1,0 +1,5 @@
+//! `ctxfold-train-dict`: see `ctxfold::commands::train_dict`.
+
+fn main() -> std::process::ExitCode {
+    ctxfold::cli::main::<ctxfold::commands::train_dict::TrainDictArgs>()
+}

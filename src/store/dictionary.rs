@@ -1,0 +1,299 @@
+//! zstd dictionaries: trained on a store's own objects so that many small objects compress
+//! nearly as well as whole files do.
+//!
+//! A dictionary is an ordinary object (its raw bytes are the zstd dictionary), registered by an
+//! empty file `dictionaries/<sha256>`; `dictionaries/CURRENT` names the one new objects are
+//! written with. Every frame written with a dictionary carries the dictionary's zstd id, so a reader
+//! decodes any object whichever manifest led it there: an object written under an older dictionary
+//! and reused by a newer manifest still reads. That is why every registered dictionary is a gc root
+//! ([`Store::dictionaries`]): objects, not manifests, decide which dictionaries are still needed.
+//! A manifest names the dictionary its new objects were written with (`settings.dictionary`), and
+//! readers refuse a manifest naming a dictionary the store does not have.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::Store;
+use super::atomic::write_file;
+use super::manifest::Manifest;
+use super::objects::Encoder;
+use crate::digest::Digest;
+use crate::error::{Error, IoContext, Result};
+use crate::segment::Settings;
+
+/// zstd's default dictionary size, a good trade for objects of a few KiB.
+pub const DEFAULT_MAX_SIZE: usize = 112_640;
+
+const CURRENT: &str = "CURRENT";
+
+/// A registered dictionary: its name and bytes.
+pub type Named = (Digest, Arc<[u8]>);
+
+/// Registered dictionaries by zstd dictionary id, shared by a store handle's clones.
+#[derive(Clone, Default)]
+pub struct Cache(Arc<Mutex<HashMap<u32, Named>>>);
+
+impl fmt::Debug for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("dictionary::Cache")
+    }
+}
+
+/// The dictionary a manifest's new objects were written with: a gc root while the manifest lives
+/// (every registered dictionary is one anyway, see the module comment).
+pub fn referenced_dictionary(manifest: &Manifest) -> Option<Digest> {
+    manifest.settings.dictionary
+}
+
+/// Train a dictionary of at most `max_size` bytes from samples laid end to end in `data`.
+pub fn train(data: &[u8], sizes: &[usize], max_size: usize) -> Result<Vec<u8>> {
+    zstd::dict::from_continuous(data, sizes, max_size).map_err(|e| {
+        Error::failed(format!(
+            "zstd could not train a dictionary from {} samples: {e}",
+            sizes.len()
+        ))
+    })
+}
+
+impl Store {
+    pub fn dictionaries_dir(&self) -> PathBuf {
+        self.root().join("dictionaries")
+    }
+
+    /// Every registered dictionary, sorted: all of them are gc roots.
+    pub fn dictionaries(&self) -> Result<Vec<Digest>> {
+        let dir = self.dictionaries_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_path("list", &dir),
+        };
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.with_path("list", &dir)?;
+            if let Some(digest) = entry.file_name().to_str().and_then(Digest::parse) {
+                found.push(digest);
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    /// The dictionary new objects are written with, if any.
+    pub fn current_dictionary(&self) -> Result<Option<Digest>> {
+        let path = self.dictionaries_dir().join(CURRENT);
+        match fs::read_to_string(&path) {
+            Ok(text) => Digest::parse(text.trim())
+                .map(Some)
+                .ok_or_else(|| Error::failed(format!("{}: not a sha256", path.display()))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_path("read", &path),
+        }
+    }
+
+    /// Store and register a dictionary; with `make_current`, new objects are written with it.
+    pub fn add_dictionary(&self, dictionary: &[u8], make_current: bool) -> Result<Digest> {
+        let id = zstd::zstd_safe::get_dict_id_from_dict(dictionary)
+            .ok_or_else(|| Error::failed("not a zstd dictionary (no dictionary id)"))?;
+        let digest = Digest::of(dictionary);
+        for other in self.dictionaries()? {
+            if other != digest && self.dictionary_id(&other)? == id {
+                return Err(Error::failed(format!(
+                    "dictionary {other} already has zstd id {id}; train again for another id"
+                )));
+            }
+        }
+        self.put_object(
+            &digest,
+            dictionary,
+            &mut Encoder::new(super::objects::DEFAULT_LEVEL)?,
+        )?;
+        self.sync()?;
+        super::create_private_dir(&self.dictionaries_dir())?;
+        let marker = self.dictionaries_dir().join(digest.to_hex());
+        fs::File::create(&marker).with_path("create", &marker)?;
+        if make_current {
+            self.set_current_dictionary(Some(digest))?;
+        }
+        Ok(digest)
+    }
+
+    /// Write new objects with `dictionary` (registered), or without any.
+    pub fn set_current_dictionary(&self, dictionary: Option<Digest>) -> Result<()> {
+        let path = self.dictionaries_dir().join(CURRENT);
+        match dictionary {
+            None => super::remove_if_present(&path),
+            Some(digest) => {
+                self.check_registered(&digest)?;
+                write_file(
+                    &self.tmp_dir(),
+                    ".dictionary-",
+                    &path,
+                    format!("{digest}\n").as_bytes(),
+                    true,
+                )?;
+                Ok(())
+            }
+        }
+    }
+
+    /// An encoder for new objects at `level`, with the current dictionary, which it names.
+    pub fn encoder(&self, level: i32) -> Result<(Encoder, Option<Digest>)> {
+        match self.current_dictionary()? {
+            None => Ok((Encoder::new(level)?, None)),
+            Some(digest) => {
+                self.check_registered(&digest)?;
+                let bytes = self.read_object_to_vec(&digest, None)?;
+                Ok((Encoder::with_dictionary(level, bytes.into())?, Some(digest)))
+            }
+        }
+    }
+
+    /// What a reader checks before trusting a manifest's settings: a dictionary it names is here.
+    pub fn check_dictionary(&self, settings: &Settings) -> Result<()> {
+        match &settings.dictionary {
+            Some(digest) => self.check_registered(digest),
+            None => Ok(()),
+        }
+    }
+
+    fn check_registered(&self, digest: &Digest) -> Result<()> {
+        if self.dictionaries_dir().join(digest.to_hex()).is_file() {
+            Ok(())
+        } else {
+            Err(Error::failed(format!(
+                "zstd dictionary {digest} is not in {}",
+                self.root().display()
+            )))
+        }
+    }
+
+    fn dictionary_id(&self, digest: &Digest) -> Result<NonZeroU32> {
+        let bytes = self.read_object_to_vec(digest, None)?;
+        zstd::zstd_safe::get_dict_id_from_dict(&bytes).ok_or_else(|| {
+            Error::failed(format!(
+                "object {digest} is registered as a dictionary but is not one"
+            ))
+        })
+    }
+
+    /// The dictionary a frame names by id, looked up among the registered ones: its name and bytes.
+    pub(super) fn decoder_dictionary(&self, id: NonZeroU32) -> Result<Named> {
+        let mut cache = self
+            .dictionaries
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = cache.get(&id.get()) {
+            return Ok(found.clone());
+        }
+        for digest in self.dictionaries()? {
+            let bytes = self.read_object_to_vec(&digest, None)?;
+            if zstd::zstd_safe::get_dict_id_from_dict(&bytes) == Some(id) {
+                let found = (digest, Arc::<[u8]>::from(bytes));
+                cache.insert(id.get(), found.clone());
+                return Ok(found);
+            }
+        }
+        Err(Error::failed(format!(
+            "no zstd dictionary with id {id} in {}",
+            self.root().display()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> (Vec<u8>, Vec<usize>) {
+        let mut data = Vec::new();
+        let mut sizes = Vec::new();
+        for i in 0..2000 {
+            let sample = format!(
+                "{{\"type\":\"event_msg\",\"payload\":{{\"type\":\"token_count\",\"n\":{i},\"text\":\"the quick brown fox {}\"}}}}\n",
+                i * 7919 % 1000
+            );
+            sizes.push(sample.len());
+            data.extend_from_slice(sample.as_bytes());
+        }
+        (data, sizes)
+    }
+
+    #[test]
+    fn objects_written_with_a_dictionary_read_back_and_name_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path().join("s")).unwrap();
+        let (data, sizes) = samples();
+        let dictionary = train(&data, &sizes, 4096).unwrap();
+        let digest = store.add_dictionary(&dictionary, true).unwrap();
+        assert_eq!(store.dictionaries().unwrap(), vec![digest]);
+        let (mut encoder, named) = store.encoder(3).unwrap();
+        assert_eq!(named, Some(digest));
+        let raw = b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\",\"n\":77,\"text\":\"the quick brown fox 3\"}}\n";
+        let d = Digest::of(raw);
+        let with = store.put_object(&d, raw, &mut encoder).unwrap();
+        assert!(
+            with.stored_bytes < encoder_len_without(raw),
+            "the dictionary should help"
+        );
+        // A fresh handle (empty cache) finds the dictionary by the id in the frame.
+        let reader = Store::open(store.root()).unwrap();
+        assert_eq!(
+            reader
+                .read_object_to_vec(&d, Some(raw.len() as u64))
+                .unwrap(),
+            raw
+        );
+        // Without its registration the object cannot be read, and says why.
+        fs::remove_file(store.dictionaries_dir().join(digest.to_hex())).unwrap();
+        let err = Store::open(store.root())
+            .unwrap()
+            .read_object_to_vec(&d, None)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("no zstd dictionary with id"),
+            "{err}"
+        );
+        let settings = Settings {
+            dictionary: Some(digest),
+            ..Settings::default()
+        };
+        assert!(
+            store
+                .check_dictionary(&settings)
+                .unwrap_err()
+                .to_string()
+                .contains("is not in")
+        );
+    }
+
+    fn encoder_len_without(raw: &[u8]) -> u64 {
+        Encoder::new(3).unwrap().compressed_len(raw).unwrap()
+    }
+
+    #[test]
+    fn the_current_dictionary_can_be_switched_off_and_must_be_registered() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path().join("s")).unwrap();
+        assert_eq!(store.current_dictionary().unwrap(), None);
+        assert!(
+            store
+                .set_current_dictionary(Some(Digest::of(b"x")))
+                .is_err()
+        );
+        assert!(store.add_dictionary(b"not a dictionary", true).is_err());
+        let (data, sizes) = samples();
+        let digest = store
+            .add_dictionary(&train(&data, &sizes, 4096).unwrap(), true)
+            .unwrap();
+        assert_eq!(store.current_dictionary().unwrap(), Some(digest));
+        store.set_current_dictionary(None).unwrap();
+        assert_eq!(store.encoder(3).unwrap().1, None);
+    }
+}

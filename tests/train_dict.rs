@@ -1,0 +1,142 @@
+//! Folding with the plumbing as bench/run does: ctxfold-train-dict (a dictionary trained on the
+//! store's objects, used by later writes, named in their manifests, used again by every reader;
+//! retraining never strands an object), and Codex's `.jsonl.zst` archives folded as plain JSONL.
+
+mod common;
+
+use common::{Env, fixture_files};
+
+fn fold(env: &Env, file: &std::path::Path, id: &str) -> Vec<u8> {
+    let parts = env
+        .run(
+            "ctxfold-split",
+            [std::ffi::OsStr::new("--write"), file.as_os_str()],
+        )
+        .ok()
+        .stdout;
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", id, "--source", file.to_str().unwrap()],
+        &parts,
+    )
+    .ok();
+    parts
+}
+
+fn manifest(env: &Env, id: &str) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(env.store.join(format!("manifests/{id}.json"))).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn folds_after_training_name_the_dictionary_and_restore_byte_for_byte() {
+    let env = Env::new();
+    let files = fixture_files();
+    fold(&env, &files[0], "before");
+    // Too few small objects to learn from: a clear refusal, nothing registered.
+    env.run("ctxfold-train-dict", ["--max-object-bytes", "10"])
+        .fails(1)
+        .one_line_error("too few to train");
+    assert!(!env.store.join("dictionaries").exists());
+    for (i, file) in files.iter().enumerate().skip(1) {
+        fold(&env, file, &format!("plain{i}"));
+    }
+    let first = env
+        .run("ctxfold-train-dict", ["--max-size", "16384"])
+        .ok()
+        .stdout_text()
+        .trim()
+        .to_string();
+    assert_eq!(first.len(), 64);
+    assert!(env.store.join("dictionaries").join(&first).is_file());
+    assert!(
+        manifest(&env, "before")["settings"]
+            .get("dictionary")
+            .is_none()
+    );
+
+    // New objects (a session with the other sessions' lines shifted) are written with it.
+    let mut shifted = b"{\"type\":\"shifted\"}\n".to_vec();
+    for file in &files {
+        shifted.extend_from_slice(&std::fs::read(file).unwrap());
+    }
+    let source = env.path("shifted.jsonl");
+    std::fs::write(&source, &shifted).unwrap();
+    fold(&env, &source, "after");
+    assert_eq!(
+        manifest(&env, "after")["settings"]["dictionary"],
+        first.as_str()
+    );
+
+    // Retrain: the old dictionary stays registered, and every session still restores.
+    let second = env
+        .run("ctxfold-train-dict", ["--max-size", "8192"])
+        .ok()
+        .stdout_text()
+        .trim()
+        .to_string();
+    assert_ne!(first, second);
+    let out = env.path("restored");
+    env.run(
+        "ctxfold",
+        ["restore", "after", "--to", out.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(std::fs::read(&out).unwrap(), shifted);
+    let cat = env.run("ctxfold-cat-manifest", ["before"]).ok();
+    assert_eq!(cat.stdout, std::fs::read(&files[0]).unwrap());
+
+    // Switching: to none, then back; an unknown dictionary is refused.
+    env.run("ctxfold-train-dict", ["--use", "none"]).ok();
+    assert!(!env.store.join("dictionaries/CURRENT").exists());
+    env.run("ctxfold-train-dict", ["--use", &first]).ok();
+    let bogus = "0".repeat(64);
+    env.run("ctxfold-train-dict", ["--use", &bogus])
+        .fails(1)
+        .one_line_error("is not in");
+}
+
+#[test]
+fn a_manifest_naming_a_missing_dictionary_is_refused() {
+    let env = Env::new();
+    let file = &fixture_files()[0];
+    fold(&env, file, "s");
+    let path = env.store.join("manifests/s.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let bogus = "ab".repeat(32);
+    let edited = text.replace(
+        "\"compression\": \"zstd\"",
+        &format!("\"compression\": \"zstd\",\n    \"dictionary\": \"{bogus}\""),
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&path, edited).unwrap();
+    env.run("ctxfold-cat-manifest", ["s"])
+        .fails(1)
+        .one_line_error(&format!("zstd dictionary {bogus} is not in"));
+    let unknown = text.replace(
+        "\"compression\": \"zstd\"",
+        "\"compression\": \"zstd\",\n    \"window_log\": 31",
+    );
+    std::fs::write(&path, unknown).unwrap();
+    env.run("ctxfold-cat-manifest", ["s"])
+        .fails(1)
+        .one_line_error("unknown field `window_log`");
+}
+
+#[test]
+fn a_codex_zst_archive_folds_as_its_plain_bytes_and_restores_beside_it() {
+    let env = Env::new();
+    let file = &fixture_files()[0];
+    let plain = std::fs::read(file).unwrap();
+    let archive = env.path("rollout-x.jsonl.zst");
+    std::fs::write(&archive, zstd::encode_all(&plain[..], 3).unwrap()).unwrap();
+    fold(&env, &archive, "x");
+    let m = manifest(&env, "x");
+    assert_eq!(m["source"]["bytes"], plain.len() as u64);
+    assert_eq!(
+        m["session"]["rollout_path"],
+        env.path("rollout-x.jsonl").to_str().unwrap()
+    );
+    env.run("ctxfold", ["restore", "x"]).ok();
+    assert_eq!(std::fs::read(env.path("rollout-x.jsonl")).unwrap(), plain);
+}
