@@ -140,3 +140,96 @@ fn a_codex_zst_archive_folds_as_its_plain_bytes_and_restores_beside_it() {
     env.run("ctxfold", ["restore", "x"]).ok();
     assert_eq!(std::fs::read(env.path("rollout-x.jsonl")).unwrap(), plain);
 }
+
+/// The porcelain with a dictionary: fold writes new objects with the current one and names it, gc
+/// keeps every registered dictionary (no manifest part names it), fsck calls it neither missing nor
+/// unreferenced, and every session restores.
+#[test]
+fn fold_uses_the_current_dictionary_and_gc_keeps_it() {
+    let env = Env::new();
+    let files = fixture_files();
+    let (first, rest) = files.split_at(3);
+    let folder = env.path("first");
+    std::fs::create_dir_all(&folder).unwrap();
+    for file in first {
+        std::fs::copy(file, folder.join(file.file_name().unwrap())).unwrap();
+    }
+    env.run(
+        "ctxfold",
+        [
+            std::ffi::OsStr::new("fold"),
+            "--apply".as_ref(),
+            folder.as_os_str(),
+        ],
+    )
+    .ok();
+    let dictionary = env
+        .run(
+            "ctxfold-train-dict",
+            ["--max-size", "16384", "--max-object-bytes", "65536"],
+        )
+        .ok()
+        .stdout_text()
+        .trim()
+        .to_string();
+    let later = env.path("later");
+    std::fs::create_dir_all(&later).unwrap();
+    for file in rest {
+        std::fs::copy(file, later.join(file.file_name().unwrap())).unwrap();
+    }
+    let run = env
+        .run(
+            "ctxfold",
+            [
+                std::ffi::OsStr::new("fold"),
+                "--apply".as_ref(),
+                "--json".as_ref(),
+                later.as_os_str(),
+            ],
+        )
+        .ok();
+    let folded: Vec<(String, String)> = run
+        .stdout_text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["action"] == "fold")
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["path"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let ids: Vec<&String> = folded.iter().map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), rest.len());
+    for id in &ids {
+        assert_eq!(
+            manifest(&env, id)["settings"]["dictionary"],
+            dictionary.as_str(),
+            "{id}"
+        );
+    }
+    let object = env
+        .store
+        .join("objects")
+        .join(&dictionary[..2])
+        .join(format!("{dictionary}.zst"));
+    assert!(object.exists());
+    env.run("ctxfold", ["gc", "--apply", "--prune=now"]).ok();
+    assert!(object.exists(), "gc removed the dictionary");
+    let fsck = env.run("ctxfold", ["fsck", "--full"]).ok();
+    assert!(
+        !fsck.stdout_text().contains(&dictionary),
+        "{}",
+        fsck.stdout_text()
+    );
+    for (id, path) in &folded {
+        let target = env.path(&format!("{id}.restored"));
+        env.run("ctxfold", ["restore", id, "--to", target.to_str().unwrap()])
+            .ok();
+        assert!(
+            std::fs::read(&target).unwrap() == std::fs::read(path).unwrap(),
+            "{id} differs"
+        );
+    }
+}

@@ -91,7 +91,7 @@ struct Totals {
 
 impl Command for FoldArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        let settings = self.settings.settings()?;
+        let mut settings = self.settings.settings()?;
         // A bad --level is a usage error before anything is searched, not a failure per session.
         crate::store::objects::Encoder::new(self.level.level)?;
         let homes = Homes::from_env()?;
@@ -122,6 +122,8 @@ impl Command for FoldArgs {
             })?),
             false => None,
         };
+        let dictionary = store.current_dictionary_bytes()?;
+        settings.dictionary = dictionary.as_ref().map(|(digest, _)| *digest);
         let options = Options {
             apply: self.apply,
             overwrite: self.overwrite,
@@ -129,6 +131,7 @@ impl Command for FoldArgs {
             allow_active: self.allow_active,
             settings,
             level: self.level.level,
+            dictionary,
             seeds: !self.no_seeds,
             counted: Default::default(),
         };

@@ -36,6 +36,8 @@ pub struct Options {
     pub allow_active: bool,
     pub settings: Settings,
     pub level: i32,
+    /// The store's current zstd dictionary, which `settings.dictionary` names.
+    pub dictionary: Option<crate::store::dictionary::Named>,
     /// Extract the seed index of each session folded (`--apply` without `--no-seeds`).
     pub seeds: bool,
     /// In a dry run, the objects already counted as new by any session of the run.
@@ -221,7 +223,7 @@ fn segment_source(
 ) -> Result<Manifest> {
     let fresh = match encoder.take() {
         Some(reused) => reused,
-        None => Encoder::new(options.level)?,
+        None => Encoder::for_dictionary(options.level, options.dictionary.as_ref())?,
     };
     let mode = if options.apply {
         Mode::Write(store, fresh)

@@ -144,12 +144,24 @@ impl Store {
 
     /// An encoder for new objects at `level`, with the current dictionary, which it names.
     pub fn encoder(&self, level: i32) -> Result<(Encoder, Option<Digest>)> {
+        let current = self.current_dictionary_bytes()?;
+        Ok((
+            Encoder::for_dictionary(level, current.as_ref())?,
+            current.map(|(digest, _)| digest),
+        ))
+    }
+
+    /// The current dictionary with its bytes (verified), for writers that build one encoder per
+    /// thread.
+    pub fn current_dictionary_bytes(&self) -> Result<Option<Named>> {
         match self.current_dictionary()? {
-            None => Ok((Encoder::new(level)?, None)),
+            None => Ok(None),
             Some(digest) => {
                 self.check_registered(&digest)?;
-                let bytes = self.read_object_to_vec(&digest, None)?;
-                Ok((Encoder::with_dictionary(level, bytes.into())?, Some(digest)))
+                Ok(Some((
+                    digest,
+                    self.read_object_to_vec(&digest, None)?.into(),
+                )))
             }
         }
     }

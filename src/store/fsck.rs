@@ -106,6 +106,16 @@ pub fn check(
             }
         }
     }
+    // Registered zstd dictionaries are roots too; the registration names the missing one.
+    let dictionaries: HashSet<Digest> = store.dictionaries()?.into_iter().collect();
+    for digest in &dictionaries {
+        if !sizes.contains_key(digest) && store.object_stored_bytes(digest)?.is_none() {
+            report(Finding::MissingObject {
+                digest: *digest,
+                manifest: store.dictionaries_dir().join(digest.to_hex()),
+            })?;
+        }
+    }
     let mut present = Vec::new();
     for entry in store.list_objects()? {
         match entry {
@@ -143,7 +153,7 @@ pub fn check(
         }
     }
     for digest in &present {
-        if !sizes.contains_key(digest) {
+        if !sizes.contains_key(digest) && !dictionaries.contains(digest) {
             report(Finding::Unreferenced { digest: *digest })?;
         }
     }

@@ -34,7 +34,8 @@ pub struct Plan {
     pub temps: Vec<PathBuf>,
 }
 
-/// Every object named by a manifest. Fails, naming the file, when any manifest cannot be read.
+/// Every object named by a manifest, and every registered zstd dictionary. Fails, naming the
+/// file, when any manifest cannot be read.
 pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
     let mut roots = HashSet::new();
     let files = store.manifest_files()?;
@@ -45,7 +46,10 @@ pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
             ))
         })?;
         roots.extend(manifest.parts.iter().map(|p| p.object.sha256));
+        roots.extend(manifest.settings.dictionary);
     }
+    // Objects, not manifests, decide which dictionaries are still needed (see dictionary.rs).
+    roots.extend(store.dictionaries()?);
     Ok(roots)
 }
 

@@ -37,6 +37,14 @@ impl Encoder {
         Self::build(level, Some(dictionary))
     }
 
+    /// An encoder with the given registered dictionary, or none.
+    pub fn for_dictionary(
+        level: i32,
+        dictionary: Option<&super::dictionary::Named>,
+    ) -> Result<Self> {
+        Self::build(level, dictionary.map(|(_, bytes)| bytes.clone()))
+    }
+
     /// Another encoder like this one, for another thread.
     pub fn fresh(&self) -> Result<Self> {
         Self::build(self.level, self.dictionary.clone())
