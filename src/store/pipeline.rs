@@ -3,7 +3,8 @@
 //! order, so the manifest is the one the sequential [`super::writer::PartWriter`] builds.
 //!
 //! Memory is bounded: at most [`MAX_IN_FLIGHT_BYTES`] of part bytes (or one part, if larger) wait
-//! for a worker, whatever the size of the session.
+//! for a worker, and at most [`MAX_SPARE_BUFFERS`] small buffers are kept for reuse, whatever the
+//! size of the session.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -18,7 +19,11 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::segment::{PartKind, PartSink};
 
-pub const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
+/// Enough queued work to keep every worker busy while the reader runs ahead.
+pub const MAX_IN_FLIGHT_BYTES: usize = 16 << 20;
+
+/// Buffers handed back by workers and kept for the next parts (each at most 256 KiB).
+pub const MAX_SPARE_BUFFERS: usize = 64;
 
 struct Job {
     seq: u64,
@@ -117,7 +122,7 @@ impl<F: FnMut(Part) -> Result<()>> ParallelWriter<F> {
 
     fn accept(&mut self, done: Done) -> Result<()> {
         self.in_flight -= done.buffer.len();
-        if done.buffer.capacity() <= 1 << 20 {
+        if done.buffer.capacity() <= 256 << 10 && self.spare.len() < MAX_SPARE_BUFFERS {
             self.spare.push(done.buffer);
         }
         self.ready.insert(done.seq, done.result);
