@@ -522,8 +522,8 @@ fn a_remote_dictionary_with_the_zstd_id_of_another_is_refused_and_nothing_is_app
     // B registers other bytes under the same zstd id (the 4 bytes after the magic): after a
     // merge, readers could not tell which one a frame names.
     let da = registered(&w.a)[0].clone();
-    let mut lookalike = zstd::decode_all(&fs::read(dictionary_object(&w.a, &da)).unwrap()[..])
-        .unwrap();
+    let mut lookalike =
+        zstd::decode_all(&fs::read(dictionary_object(&w.a, &da)).unwrap()[..]).unwrap();
     *lookalike.last_mut().unwrap() ^= 1;
     let db = {
         use sha2::Digest as _;
