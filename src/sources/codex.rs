@@ -13,6 +13,8 @@ use std::path::Path;
 use memchr::memmem;
 use serde_json::Value;
 
+use super::joined_texts;
+
 use super::lines::{MAX_META_LINE, for_each_line, title_line};
 
 /// The titles Codex itself keeps, by thread id.
@@ -142,26 +144,16 @@ fn user_text(line: &Value) -> Option<String> {
                 .as_str()?
                 .replace('_', "")
                 .to_ascii_lowercase();
-            (kind == "usermessage").then(|| texts(item.get("content")?))?
+            (kind == "usermessage").then(|| joined_texts(item.get("content")?))?
         }
         ("response_item", "message") if payload.get("role")?.as_str()? == "user" => {
-            let text = texts(payload.get("content")?)?;
+            let text = joined_texts(payload.get("content")?)?;
             let start = text.trim_start();
             let preamble = start.starts_with('<') || start.starts_with("# AGENTS.md");
             (!preamble).then_some(text)
         }
         _ => None,
     }
-}
-
-/// The text blocks of a content array joined, or `None` when it holds none.
-fn texts(content: &Value) -> Option<String> {
-    let parts: Vec<&str> = content
-        .as_array()?
-        .iter()
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
 #[cfg(test)]

@@ -381,3 +381,14 @@ pub fn absolute_utf8(path: &Path) -> Result<String> {
         ))
     })
 }
+
+/// The `text` of a content array's blocks joined by `\n`, or `None` when it holds none (the shape
+/// both Codex and Pi messages use).
+fn joined_texts(content: &Value) -> Option<String> {
+    let parts: Vec<&str> = content
+        .as_array()?
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n"))
+}

@@ -69,12 +69,7 @@ fn content_text(content: &Value) -> Option<String> {
     if let Some(text) = content.as_str() {
         return Some(text.to_string());
     }
-    let parts: Vec<&str> = content
-        .as_array()?
-        .iter()
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("\n"))
+    super::joined_texts(content)
 }
 
 #[cfg(test)]
