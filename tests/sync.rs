@@ -515,34 +515,3 @@ fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
         .fails(1)
         .one_line_error("sync with nowhere: look up refs/heads/ctxfold on nowhere");
 }
-
-#[test]
-fn a_remote_dictionary_with_the_zstd_id_of_another_is_refused_and_nothing_is_applied() {
-    let w = tampered_remote_of(fill_with_a_dictionary, |_, _| {});
-    // B registers other bytes under the same zstd id (the 4 bytes after the magic): after a
-    // merge, readers could not tell which one a frame names.
-    let da = registered(&w.a)[0].clone();
-    let mut lookalike =
-        zstd::decode_all(&fs::read(dictionary_object(&w.a, &da)).unwrap()[..]).unwrap();
-    *lookalike.last_mut().unwrap() ^= 1;
-    let db = {
-        use sha2::Digest as _;
-        let hex: String = sha2::Sha256::digest(&lookalike)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        hex
-    };
-    let object = dictionary_object(&w.b, &db);
-    fs::create_dir_all(object.parent().unwrap()).unwrap();
-    fs::write(&object, zstd::encode_all(&lookalike[..], 3).unwrap()).unwrap();
-    fs::create_dir_all(w.b.join("dictionaries")).unwrap();
-    fs::write(w.b.join("dictionaries").join(&db), b"").unwrap();
-    let mut pair = [da.clone(), db.clone()];
-    pair.sort();
-    let before = store_files(&w.b);
-    w.ctxfold(&w.b, &["sync"]).fails(1).one_line_error(&format!(
-        "refused the remote's dictionaries, nothing was applied: zstd dictionaries {db} and {da} have the same id"
-    ));
-    assert_eq!(store_files(&w.b), before);
-}
