@@ -201,7 +201,7 @@ impl<'a> Planner<'a> {
                 let hex = digest.to_hex();
                 let name = format!("{hex}.zst");
                 let fan = remote_objects
-                    .get(hex[..2].as_bytes())
+                    .get(&hex.as_bytes()[..2])
                     .filter(|e| e.mode.is_tree());
                 let entry = match fan {
                     Some(fan) => plan.mirror.entries(Some(fan.oid))?.remove(name.as_bytes()),
