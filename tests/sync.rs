@@ -152,12 +152,15 @@ fn object_names(store: &Path) -> Vec<String> {
 }
 
 fn conflict_name(bytes: &[u8]) -> String {
+    format!("conflicts/both@{}.json", &sha256_hex(bytes)[..12])
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    let hex: String = sha2::Sha256::digest(bytes)
+    sha2::Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("conflicts/both@{}.json", &hex[..12])
+        .collect()
 }
 
 #[test]
@@ -713,4 +716,36 @@ fn a_remote_dictionary_without_its_object_is_refused_and_nothing_is_applied() {
             "refused the remote's dictionaries, nothing was applied: the remote registers zstd dictionary {victim} but does not hold its object"
         ),
     );
+}
+
+#[test]
+fn a_remote_dictionary_with_the_zstd_id_of_another_is_refused_and_nothing_is_applied() {
+    let w = World::new();
+    fill_with_a_dictionary(&w);
+    // B registers other bytes under the same zstd id (the 4 bytes after the magic): after a
+    // merge, readers could not tell which one a frame names.
+    let da = registered(&w.a)[0].clone();
+    let mut lookalike =
+        zstd::decode_all(&fs::read(dictionary_object(&w.a, &da)).unwrap()[..]).unwrap();
+    *lookalike.last_mut().unwrap() ^= 1;
+    let db = sha256_hex(&lookalike);
+    let object = dictionary_object(&w.b, &db);
+    fs::create_dir_all(object.parent().unwrap()).unwrap();
+    fs::write(&object, zstd::encode_all(&lookalike[..], 3).unwrap()).unwrap();
+    fs::create_dir_all(w.b.join("dictionaries")).unwrap();
+    fs::write(w.b.join("dictionaries").join(&db), b"").unwrap();
+    w.fold(&w.b, "b-only", &w.write("b.jsonl", b"{\"only\":\"B\"}\n"));
+    for store in [&w.a, &w.b] {
+        w.ctxfold(
+            store,
+            &["remote", "add", "origin", w.remote.to_str().unwrap()],
+        )
+        .ok();
+    }
+    w.sync(&w.a);
+    let before = store_files(&w.b);
+    w.ctxfold(&w.b, &["sync"]).fails(1).one_line_error(&format!(
+        "refused the remote's dictionaries, nothing was applied: zstd dictionaries {db} and {da} have the same id"
+    ));
+    assert_eq!(store_files(&w.b), before);
 }
