@@ -100,8 +100,11 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
             .map(|e| e.oid)
     };
     let mut objects = Vec::new();
+    let mut ids = plan
+        .stage_local_dictionaries()
+        .map_err(|e| e.context("this store's zstd dictionaries, nothing was applied"))?;
     let dictionaries = plan
-        .stage_dictionaries(sub("dictionaries"), sub("objects"), &mut objects)
+        .stage_dictionaries(sub("dictionaries"), sub("objects"), &mut ids, &mut objects)
         .map_err(|e| e.context("refused the remote's dictionaries, nothing was applied"))?;
     if let Some(id) = sub("objects") {
         plan.stage_objects(id, &mut objects)
@@ -159,26 +162,31 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Register in staging every dictionary the store will have after the merge, so that staged
-    /// objects written with one verify there: the store's own (their objects linked) and each of
-    /// the remote's registrations (`tree`) this store lacks, whose object is staged from the
-    /// remote's `objects` (and pushed onto `staged`) unless the store has it, then verified.
+    /// Register the store's own dictionaries in staging (their objects linked, and checked), so
+    /// that staged objects written with one verify there; returns them by zstd id.
+    fn stage_local_dictionaries(&mut self) -> Result<HashMap<u32, Digest>> {
+        let mut ids = HashMap::new();
+        for digest in self.store.dictionaries()? {
+            // One this store lost stays lost (fsck reports it); the remote may bring it back.
+            if self.store.object_stored_bytes(&digest)?.is_some() {
+                self.link_local_object(&digest)?;
+                self.stage_dictionary(&digest, &mut ids)?;
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Register in staging each of the remote's dictionaries (`tree`) not staged already, whose
+    /// object is staged from the remote's `objects` (and pushed onto `staged`) unless the store
+    /// has it, then verified like any object, and checked against the others' zstd `ids`.
     /// Returns the dictionaries to register.
     fn stage_dictionaries(
         &mut self,
         tree: Option<ObjectId>,
         objects: Option<ObjectId>,
+        ids: &mut HashMap<u32, Digest>,
         staged: &mut Vec<Digest>,
     ) -> Result<Vec<Digest>> {
-        let local = self.store.dictionaries()?;
-        let mut ids = HashMap::new();
-        for digest in &local {
-            // One this store lost stays lost (fsck reports it); the remote may bring it back.
-            if self.store.object_stored_bytes(digest)?.is_some() {
-                self.link_local_object(digest)?;
-                self.stage_dictionary(digest, &mut ids)?;
-            }
-        }
         let mut added = Vec::new();
         let Some(tree) = tree else {
             return Ok(added);
@@ -192,7 +200,8 @@ impl<'a> Planner<'a> {
             .ok_or_else(|| {
                 Error::failed(format!("unexpected file dictionaries/{}", rel.join("/")))
             })?;
-            if local.contains(&digest) && plan.staged.object_stored_bytes(&digest)?.is_some() {
+            // Staged already: one of the store's own.
+            if plan.staged.object_stored_bytes(&digest)?.is_some() {
                 return Ok(());
             }
             if plan.store.object_stored_bytes(&digest)?.is_some() {
@@ -217,7 +226,7 @@ impl<'a> Planner<'a> {
                 plan.write_blob(entry.oid, &path)?;
                 staged.push(digest);
             }
-            plan.stage_dictionary(&digest, &mut ids)?;
+            plan.stage_dictionary(&digest, ids)?;
             added.push(digest);
             Ok(())
         })?;
