@@ -152,12 +152,15 @@ fn object_names(store: &Path) -> Vec<String> {
 }
 
 fn conflict_name(bytes: &[u8]) -> String {
+    format!("conflicts/both@{}.json", &sha256_hex(bytes)[..12])
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    let hex: String = sha2::Sha256::digest(bytes)
+    sha2::Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("conflicts/both@{}.json", &hex[..12])
+        .collect()
 }
 
 #[test]
@@ -371,9 +374,19 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
 /// A has synced to the remote; then someone pushes a commit made by `tamper` on a checkout of it.
 /// B (holding one session of its own, sharing no object with A's) is set up and mirrored.
 fn tampered_remote(tamper: impl FnOnce(&Path, &[String])) -> World {
+    tampered_remote_of(
+        |w| {
+            w.fold(&w.a, "a-only", &fixture("019c8a70"));
+            w.fold(&w.a, "other", &fixture("019b7f94"));
+        },
+        tamper,
+    )
+}
+
+/// [`tampered_remote`], with A's store filled by `fill`.
+fn tampered_remote_of(fill: impl FnOnce(&World), tamper: impl FnOnce(&Path, &[String])) -> World {
     let w = World::new();
-    w.fold(&w.a, "a-only", &fixture("019c8a70"));
-    w.fold(&w.a, "other", &fixture("019b7f94"));
+    fill(&w);
     w.ctxfold(
         &w.a,
         &["remote", "add", "origin", w.remote.to_str().unwrap()],
@@ -514,4 +527,225 @@ fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
     w.ctxfold(&w.a, &["sync", "nowhere"])
         .fails(1)
         .one_line_error("sync with nowhere: look up refs/heads/ctxfold on nowhere");
+}
+
+/// Fold `sessions` (id, fixture name part) into `store`, train a dictionary on them (it becomes
+/// the store's current one) and return its sha256.
+fn trained(w: &World, store: &Path, sessions: &[(&str, &str)]) -> String {
+    for (id, name) in sessions {
+        w.fold(store, id, &fixture(name));
+    }
+    let out = w
+        .env
+        .run("ctxfold-train-dict", ["--store", store.to_str().unwrap()])
+        .ok()
+        .stdout_text();
+    let digest = out.trim().to_string();
+    assert_eq!(current(store).as_deref(), Some(digest.as_str()));
+    digest
+}
+
+/// The store's `dictionaries/CURRENT`, trimmed.
+fn current(store: &Path) -> Option<String> {
+    fs::read_to_string(store.join("dictionaries/CURRENT"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The store's registered dictionaries, sorted.
+fn registered(store: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(store.join("dictionaries"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "CURRENT")
+        .collect();
+    names.sort();
+    names
+}
+
+/// How many of the store's objects were compressed with a dictionary (their frame names its id).
+fn written_with_a_dictionary(store: &Path) -> usize {
+    object_names(store)
+        .iter()
+        .filter(|n| {
+            let bytes = fs::read(store.join("objects").join(&n[..2]).join(n)).unwrap();
+            zstd::zstd_safe::get_dict_id_from_frame(&bytes[..bytes.len().min(18)]).is_some()
+        })
+        .count()
+}
+
+/// The dictionary object's path in a checkout (or store).
+fn dictionary_object(dir: &Path, digest: &str) -> PathBuf {
+    dir.join("objects")
+        .join(&digest[..2])
+        .join(format!("{digest}.zst"))
+}
+
+#[test]
+fn zstd_dictionaries_travel_with_sync_and_clone_and_current_stays_local() {
+    let w = World::new();
+    let early_a = [
+        ("pi", "pi/session.jsonl"),
+        ("big", "019e1625"),
+        ("mid", "019c8a4c"),
+    ];
+    let late_a = [("late", "019b7f94"), ("small", "019c8a70")];
+    let da = trained(&w, &w.a, &early_a);
+    for (id, name) in late_a {
+        w.fold(&w.a, id, &fixture(name));
+    }
+    let manifest = fs::read_to_string(w.a.join("manifests/late.json")).unwrap();
+    assert!(manifest.contains(&da), "{manifest}");
+    assert!(
+        written_with_a_dictionary(&w.a) > 0,
+        "objects folded after training use the dictionary"
+    );
+    // B has a dictionary of its own, the one it writes with.
+    let early_b = [("large", "large-session")];
+    let db = trained(&w, &w.b, &early_b);
+    let b_only = w.write("b.jsonl", b"{\"only\":\"B\"}\n{\"type\":\"message\"}\n");
+    w.fold(&w.b, "b-only", &b_only);
+    for store in [&w.a, &w.b] {
+        w.ctxfold(
+            store,
+            &["remote", "add", "origin", w.remote.to_str().unwrap()],
+        )
+        .ok();
+    }
+
+    w.sync(&w.a);
+    let files = w.git(
+        Some(&w.remote),
+        ["ls-tree", "-r", "--name-only", "refs/heads/ctxfold"],
+    );
+    assert!(
+        files.lines().any(|l| l == format!("dictionaries/{da}")),
+        "{files}"
+    );
+    assert!(!files.contains("CURRENT"), "CURRENT is not mirrored");
+    let second = w.sync(&w.b);
+    assert!(
+        second.contains(&format!("added zstd dictionary {da}\n")),
+        "{second}"
+    );
+    let third = w.sync(&w.a);
+    assert!(
+        third.contains(&format!("added zstd dictionary {db}\n")),
+        "{third}"
+    );
+    let mut both = vec![da.clone(), db.clone()];
+    both.sort();
+    assert_eq!(current(&w.a), Some(da.clone()), "A's CURRENT is its own");
+    assert_eq!(current(&w.b), Some(db.clone()), "B's CURRENT is its own");
+
+    // A third machine, cloned: everything, and no CURRENT.
+    let c = w.env.path("C");
+    w.env
+        .run(
+            "ctxfold",
+            [
+                "clone",
+                w.remote.to_str().unwrap(),
+                "--store",
+                c.to_str().unwrap(),
+            ],
+        )
+        .ok();
+    assert_eq!(current(&c), None);
+    for store in [&w.a, &w.b, &c] {
+        assert_eq!(registered(store), both);
+        for (id, name) in early_a.iter().chain(&late_a).chain(&early_b) {
+            assert_eq!(
+                w.restored(store, id),
+                fs::read(fixture(name)).unwrap(),
+                "{id} from {}",
+                store.display()
+            );
+        }
+        assert_eq!(w.restored(store, "b-only"), fs::read(&b_only).unwrap());
+        w.ctxfold(store, &["fsck", "--full"]).ok();
+    }
+    assert_eq!(object_names(&c), object_names(&w.a));
+    assert_eq!(object_names(&w.b), object_names(&w.a));
+}
+
+/// A's store holds a dictionary and sessions written with it.
+fn fill_with_a_dictionary(w: &World) {
+    trained(w, &w.a, &[("pi", "pi/session.jsonl"), ("mid", "019c8a4c")]);
+    w.fold(&w.a, "late", &fixture("019b7f94"));
+    assert!(written_with_a_dictionary(&w.a) > 0);
+}
+
+/// The one dictionary registered in a checkout of the remote.
+fn only_dictionary(work: &Path) -> String {
+    let names = registered(work);
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].clone()
+}
+
+#[test]
+fn a_remote_dictionary_whose_object_is_corrupt_is_refused_and_nothing_is_applied() {
+    let mut victim = String::new();
+    let w = tampered_remote_of(fill_with_a_dictionary, |work, names| {
+        victim = only_dictionary(work);
+        let other = names.iter().find(|n| !n.starts_with(&victim)).unwrap();
+        fs::copy(
+            work.join("objects").join(&other[..2]).join(other),
+            dictionary_object(work, &victim),
+        )
+        .unwrap();
+    });
+    refused(
+        &w,
+        &format!(
+            "refused the remote's dictionaries, nothing was applied: object {victim} is corrupt: its bytes hash to"
+        ),
+    );
+}
+
+#[test]
+fn a_remote_dictionary_without_its_object_is_refused_and_nothing_is_applied() {
+    let mut victim = String::new();
+    let w = tampered_remote_of(fill_with_a_dictionary, |work, _| {
+        victim = only_dictionary(work);
+        fs::remove_file(dictionary_object(work, &victim)).unwrap();
+    });
+    refused(
+        &w,
+        &format!(
+            "refused the remote's dictionaries, nothing was applied: the remote registers zstd dictionary {victim} but does not hold its object"
+        ),
+    );
+}
+
+#[test]
+fn a_remote_dictionary_with_the_zstd_id_of_another_is_refused_and_nothing_is_applied() {
+    let w = World::new();
+    fill_with_a_dictionary(&w);
+    // B registers other bytes under the same zstd id (the 4 bytes after the magic): after a
+    // merge, readers could not tell which one a frame names.
+    let da = registered(&w.a)[0].clone();
+    let mut lookalike =
+        zstd::decode_all(&fs::read(dictionary_object(&w.a, &da)).unwrap()[..]).unwrap();
+    *lookalike.last_mut().unwrap() ^= 1;
+    let db = sha256_hex(&lookalike);
+    let object = dictionary_object(&w.b, &db);
+    fs::create_dir_all(object.parent().unwrap()).unwrap();
+    fs::write(&object, zstd::encode_all(&lookalike[..], 3).unwrap()).unwrap();
+    fs::create_dir_all(w.b.join("dictionaries")).unwrap();
+    fs::write(w.b.join("dictionaries").join(&db), b"").unwrap();
+    w.fold(&w.b, "b-only", &w.write("b.jsonl", b"{\"only\":\"B\"}\n"));
+    for store in [&w.a, &w.b] {
+        w.ctxfold(
+            store,
+            &["remote", "add", "origin", w.remote.to_str().unwrap()],
+        )
+        .ok();
+    }
+    w.sync(&w.a);
+    let before = store_files(&w.b);
+    w.ctxfold(&w.b, &["sync"]).fails(1).one_line_error(&format!(
+        "refused the remote's dictionaries, nothing was applied: zstd dictionaries {db} and {da} have the same id"
+    ));
+    assert_eq!(store_files(&w.b), before);
 }

@@ -16,7 +16,12 @@ use crate::mirror::{Mirror, git};
 ///
 /// Merging is lossless and checks everything before changing anything: every new remote object
 /// must hash to its name, every new manifest must reconstruct to its source. A remote object or
-/// manifest that fails aborts the whole sync with the store as it was. A session new to this store
+/// manifest that fails aborts the whole sync with the store as it was. zstd dictionaries travel
+/// too (their registrations `dictionaries/<sha256>`, never `dictionaries/CURRENT`: which one new
+/// objects are written with stays each machine's choice): each remote dictionary this store lacks
+/// must come with its object, which is verified first, then used to verify the remote objects
+/// written with it; a missing or corrupt one aborts the sync likewise. Dictionaries are
+/// registered after every object is in place and before any manifest. A session new to this store
 /// is added; one folded on both sides keeps the longer fold when it extends the other (the same
 /// rollout folded later); otherwise both are kept and the remote's is put at
 /// `manifests/conflicts/<id>@<first 12 hex of its source sha256>.json` and reported. Seed indexes
@@ -106,6 +111,9 @@ fn report(io: &mut Io<'_>, outcome: &Outcome, json: bool) -> Result<Status> {
         return Ok(Status::Success);
     }
     let merged = &outcome.merged;
+    for dictionary in &merged.dictionaries_added {
+        emit(io.out, format_args!("added zstd dictionary {dictionary}"))?;
+    }
     for session in &merged.sessions_added {
         emit(io.out, format_args!("added {session}"))?;
     }

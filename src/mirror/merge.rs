@@ -4,6 +4,13 @@
 //! objects), and only then is anything applied. A bad remote object or manifest aborts the merge
 //! with the store untouched.
 //!
+//! zstd dictionaries come first: objects written with one decode only with it. Staging registers
+//! every dictionary the store will have after the merge, the local ones and each registration of
+//! the remote's this store lacks, whose dictionary object must be the remote's or already here and
+//! is verified like any object (a dictionary is compressed without one). The remote's other objects
+//! are then verified in staging with them. New dictionary objects are applied with the other
+//! objects and registered before any manifest, so nothing is applied early.
+//!
 //! The rules: objects are added when missing. A manifest new to this store is added; one whose
 //! session this store holds with the same source is skipped; of two different folds of one
 //! session, the one whose bytes extend the other's (the same rollout folded later) is kept, and
@@ -11,9 +18,9 @@
 //! sha256>.json`. Files in `manifests/` subfolders are added when new. Seed-index files become
 //! the union of their lines; other `context-fold/` files are added when new.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -37,6 +44,8 @@ const SEED_INDEX: &str = "seed-index.jsonl";
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Report {
     pub objects_added: u64,
+    /// zstd dictionaries registered (their objects count among the objects).
+    pub dictionaries_added: Vec<Digest>,
     pub sessions_added: Vec<String>,
     /// Sessions whose remote fold extends the local one and replaced it.
     pub sessions_extended: Vec<String>,
@@ -59,6 +68,7 @@ impl Report {
     /// Whether the store changed.
     pub fn changed(&self) -> bool {
         self.objects_added > 0
+            || !self.dictionaries_added.is_empty()
             || !self.sessions_added.is_empty()
             || !self.sessions_extended.is_empty()
             || !self.conflicts.is_empty()
@@ -90,6 +100,12 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
             .map(|e| e.oid)
     };
     let mut objects = Vec::new();
+    let mut ids = plan
+        .stage_local_dictionaries()
+        .map_err(|e| e.context("this store's zstd dictionaries, nothing was applied"))?;
+    let dictionaries = plan
+        .stage_dictionaries(sub("dictionaries"), sub("objects"), &mut ids, &mut objects)
+        .map_err(|e| e.context("refused the remote's dictionaries, nothing was applied"))?;
     if let Some(id) = sub("objects") {
         plan.stage_objects(id, &mut objects)
             .map_err(|e| e.context("refused the remote's objects, nothing was applied"))?;
@@ -107,7 +123,7 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
         .map_err(|e| e.context("refused the remote's context-fold files, nothing was applied"))?;
     }
     let steps = std::mem::take(&mut plan.steps);
-    apply(store, &staged, &objects, steps)
+    apply(store, &staged, &objects, &dictionaries, steps)
 }
 
 /// One change to the store, decided and checked before any is made.
@@ -146,6 +162,109 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Register the store's own dictionaries in staging (their objects linked, and checked), so
+    /// that staged objects written with one verify there; returns them by zstd id.
+    fn stage_local_dictionaries(&mut self) -> Result<HashMap<u32, Digest>> {
+        let mut ids = HashMap::new();
+        for digest in self.store.dictionaries()? {
+            // One this store lost stays lost (fsck reports it); the remote may bring it back.
+            if self.store.object_stored_bytes(&digest)?.is_some() {
+                self.link_local_object(&digest)?;
+                self.stage_dictionary(&digest, &mut ids)?;
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Register in staging each of the remote's dictionaries (`tree`) not staged already, whose
+    /// object is staged from the remote's `objects` (and pushed onto `staged`) unless the store
+    /// has it, then verified like any object, and checked against the others' zstd `ids`.
+    /// Returns the dictionaries to register.
+    fn stage_dictionaries(
+        &mut self,
+        tree: Option<ObjectId>,
+        objects: Option<ObjectId>,
+        ids: &mut HashMap<u32, Digest>,
+        staged: &mut Vec<Digest>,
+    ) -> Result<Vec<Digest>> {
+        let mut added = Vec::new();
+        let Some(tree) = tree else {
+            return Ok(added);
+        };
+        let remote_objects = self.mirror.entries(objects)?;
+        self.walk(tree, &mut Vec::new(), &mut |plan, rel, _| {
+            let digest = match rel {
+                [name] => Digest::parse(name),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                Error::failed(format!("unexpected file dictionaries/{}", rel.join("/")))
+            })?;
+            // Staged already: one of the store's own.
+            if plan.staged.object_stored_bytes(&digest)?.is_some() {
+                return Ok(());
+            }
+            if plan.store.object_stored_bytes(&digest)?.is_some() {
+                plan.link_local_object(&digest)?;
+            } else {
+                let hex = digest.to_hex();
+                let name = format!("{hex}.zst");
+                let fan = remote_objects
+                    .get(&hex.as_bytes()[..2])
+                    .filter(|e| e.mode.is_tree());
+                let entry = match fan {
+                    Some(fan) => plan.mirror.entries(Some(fan.oid))?.remove(name.as_bytes()),
+                    None => None,
+                };
+                let entry = entry.filter(|e| e.mode.is_blob()).ok_or_else(|| {
+                    Error::failed(format!(
+                        "the remote registers zstd dictionary {digest} but does not hold its object"
+                    ))
+                })?;
+                let path = plan.staged.object_path(&digest);
+                create_private_dir(path.parent().expect("object paths have a parent"))?;
+                plan.write_blob(entry.oid, &path)?;
+                staged.push(digest);
+            }
+            plan.stage_dictionary(&digest, ids)?;
+            added.push(digest);
+            Ok(())
+        })?;
+        Ok(added)
+    }
+
+    /// Verify the staged object `digest` as a dictionary whose zstd id no other has, and register
+    /// it in staging.
+    fn stage_dictionary(&self, digest: &Digest, ids: &mut HashMap<u32, Digest>) -> Result<()> {
+        let path = self.staged.object_path(digest);
+        // Read without a dictionary: one that needed another to decode could never be found by
+        // its id (readers look dictionaries up by reading them).
+        if frame_dictionary_id(&path)?.is_some() {
+            return Err(Error::failed(format!(
+                "zstd dictionary {digest} is itself compressed with a dictionary"
+            )));
+        }
+        let bytes = self.staged.read_object_to_vec(digest, None)?;
+        let id = zstd::zstd_safe::get_dict_id_from_dict(&bytes).ok_or_else(|| {
+            Error::failed(format!(
+                "object {digest} is registered as a zstd dictionary but is not one"
+            ))
+        })?;
+        if let Some(other) = ids.insert(id.get(), *digest) {
+            return Err(Error::failed(format!(
+                "zstd dictionaries {other} and {digest} have the same id {id}"
+            )));
+        }
+        self.staged.register_dictionary(digest)
+    }
+
+    /// Make the store's object `digest` readable in staging too (a hard link: nothing is copied).
+    fn link_local_object(&self, digest: &Digest) -> Result<()> {
+        let path = self.staged.object_path(digest);
+        create_private_dir(path.parent().expect("object paths have a parent"))?;
+        fs::hard_link(self.store.object_path(digest), &path).with_path("link into staging", &path)
+    }
+
     /// Stage and verify every remote object this store lacks.
     fn stage_objects(&mut self, tree: ObjectId, staged: &mut Vec<Digest>) -> Result<()> {
         self.walk(tree, &mut Vec::new(), &mut |plan, rel, entry| {
@@ -159,7 +278,10 @@ impl<'a> Planner<'a> {
             let digest = digest.ok_or_else(|| {
                 Error::failed(format!("unexpected file objects/{}", rel.join("/")))
             })?;
-            if plan.store.object_stored_bytes(&digest)?.is_some() {
+            // Dictionaries are staged and verified already.
+            if plan.store.object_stored_bytes(&digest)?.is_some()
+                || plan.staged.object_stored_bytes(&digest)?.is_some()
+            {
                 return Ok(());
             }
             let path = plan.staged.object_path(&digest);
@@ -370,8 +492,26 @@ fn held_sessions(store: &Store) -> Result<HashSet<(String, Digest)>> {
     Ok(held)
 }
 
-/// Make the planned changes: objects first (made durable), then what names them.
-fn apply(store: &Store, staged: &Store, objects: &[Digest], steps: Vec<Step>) -> Result<Report> {
+/// The zstd dictionary id a frame's header names, if any.
+fn frame_dictionary_id(path: &Path) -> Result<Option<std::num::NonZeroU32>> {
+    let file = fs::File::open(path).with_path("open", path)?;
+    // A frame header is at most 18 bytes.
+    let mut header = Vec::with_capacity(18);
+    file.take(18)
+        .read_to_end(&mut header)
+        .with_path("read", path)?;
+    Ok(zstd::zstd_safe::get_dict_id_from_frame(&header))
+}
+
+/// Make the planned changes: objects first (made durable), then the dictionary registrations
+/// (readers need them for the manifests' objects), then what names the objects.
+fn apply(
+    store: &Store,
+    staged: &Store,
+    objects: &[Digest],
+    dictionaries: &[Digest],
+    steps: Vec<Step>,
+) -> Result<Report> {
     let mut report = Report::default();
     for digest in objects {
         let target = store.object_path(digest);
@@ -384,6 +524,10 @@ fn apply(store: &Store, staged: &Store, objects: &[Digest], steps: Vec<Step>) ->
         }
     }
     store.sync()?;
+    for digest in dictionaries {
+        store.register_dictionary(digest)?;
+        report.dictionaries_added.push(*digest);
+    }
     for step in steps {
         match step {
             Step::Commit { staged, overwrite } => {

@@ -1,5 +1,7 @@
-//! The store as a git tree: `manifests/` (with its subfolders), `objects/<2 hex>/` and
-//! `context-fold/`, each file a blob holding the file's bytes as they are (objects stay zstd).
+//! The store as a git tree: `manifests/` (with its subfolders), `objects/<2 hex>/`,
+//! `context-fold/` and the registrations `dictionaries/<sha256>` (not `dictionaries/CURRENT`: which
+//! dictionary new objects are written with is each machine's own choice), each file a blob holding
+//! the file's bytes as they are (objects stay zstd).
 //!
 //! Incremental against the previous commit's tree, one directory at a time (memory follows the
 //! largest directory, not the store): an object file is immutable and named by its content, so an
@@ -19,10 +21,13 @@ use gix::objs::tree::{Entry, EntryKind};
 use super::{GitContext, Mirror};
 use crate::error::{IoContext, Result};
 use crate::store::Store;
+use crate::store::dictionary::CURRENT;
 
-/// The store folders that are mirrored, and whether their files are immutable.
-const FOLDERS: [(&str, bool); 3] = [
+/// The store folders that are mirrored, and whether their files are immutable (a registration is
+/// an empty file named by its dictionary object).
+const FOLDERS: [(&str, bool); 4] = [
     ("context-fold", false),
+    ("dictionaries", true),
     ("manifests", false),
     ("objects", true),
 ];
@@ -37,7 +42,8 @@ impl Mirror {
                 .get(name.as_bytes())
                 .filter(|e| e.mode.is_tree())
                 .map(|e| e.oid);
-            if let Some(oid) = self.write_dir(&store.root().join(name), prior, immutable)? {
+            let dir = store.root().join(name);
+            if let Some(oid) = self.write_dir(&dir, prior, immutable, &dir.join(CURRENT))? {
                 entries.push(Entry {
                     mode: EntryKind::Tree.into(),
                     filename: name.into(),
@@ -48,13 +54,14 @@ impl Mirror {
         self.write_tree(entries)
     }
 
-    /// One directory as a tree; `None` when it is missing or holds no files (git keeps no empty
-    /// directories).
+    /// One directory as a tree, without the file at `local` (a local preference that stays here);
+    /// `None` when it is missing or holds no files (git keeps no empty directories).
     fn write_dir(
         &self,
         dir: &Path,
         previous: Option<ObjectId>,
         immutable: bool,
+        local: &Path,
     ) -> Result<Option<ObjectId>> {
         let listing = match fs::read_dir(dir) {
             Ok(listing) => listing,
@@ -71,6 +78,9 @@ impl Mirror {
                 continue;
             }
             let path = entry.path();
+            if path == local {
+                continue;
+            }
             let kind = entry.file_type().with_path("stat", &path)?;
             let filename = BString::from(name.as_bytes());
             let prior = before.get(name.as_bytes());
@@ -79,6 +89,7 @@ impl Mirror {
                     &path,
                     prior.filter(|e| e.mode.is_tree()).map(|e| e.oid),
                     immutable,
+                    local,
                 )? {
                     Some(oid) => oid,
                     None => continue,

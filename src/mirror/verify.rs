@@ -29,6 +29,8 @@ impl Sources<'_> {
     /// against its name and size, the whole against the source), and return the sha256 of its
     /// first `prefix` bytes (`None` when it is shorter than that).
     pub fn verify(&self, manifest: &Manifest, prefix: u64) -> Result<Option<Digest>> {
+        // Staging registers every dictionary the store will have (see `merge`).
+        self.staged.check_dictionary(&manifest.settings)?;
         let head = PrefixHasher {
             left: prefix,
             hashing: HashingWriter::new(io::sink()),

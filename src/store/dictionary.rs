@@ -29,7 +29,8 @@ use crate::segment::Settings;
 /// zstd's default dictionary size, a good trade for objects of a few KiB.
 pub const DEFAULT_MAX_SIZE: usize = 112_640;
 
-const CURRENT: &str = "CURRENT";
+/// The file under `dictionaries/` naming the dictionary new objects are written with.
+pub const CURRENT: &str = "CURRENT";
 
 /// A registered dictionary: its name and bytes.
 pub type Named = (Digest, Arc<[u8]>);
@@ -114,13 +115,19 @@ impl Store {
             &mut Encoder::new(super::objects::DEFAULT_LEVEL)?,
         )?;
         self.sync()?;
-        super::create_private_dir(&self.dictionaries_dir())?;
-        let marker = self.dictionaries_dir().join(digest.to_hex());
-        fs::File::create(&marker).with_path("create", &marker)?;
+        self.register_dictionary(&digest)?;
         if make_current {
             self.set_current_dictionary(Some(digest))?;
         }
         Ok(digest)
+    }
+
+    /// Register the dictionary object `digest` (which the store must hold, durably).
+    pub fn register_dictionary(&self, digest: &Digest) -> Result<()> {
+        super::create_private_dir(&self.dictionaries_dir())?;
+        let marker = self.dictionaries_dir().join(digest.to_hex());
+        fs::File::create(&marker).with_path("create", &marker)?;
+        Ok(())
     }
 
     /// Write new objects with `dictionary` (registered), or without any.
