@@ -40,7 +40,10 @@ use crate::store::writer::WriteStats;
 /// Sessions are folded in parallel, one per core. The Pi context-fold extension's seed indexes
 /// (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are merged under --apply into
 /// <store>/context-fold/<session-id>/seed-index.jsonl as a union of lines, so the index outlives a
-/// removed source. A progress bar shows on a terminal.
+/// removed source. Under --apply each Codex or Pi session folded is also indexed, from the store,
+/// into that same file (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds
+/// it. New objects are compressed with the store's current zstd dictionary, if one was trained
+/// (ctxfold-train-dict), which the manifest names. A progress bar shows on a terminal.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fold", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct FoldArgs {
