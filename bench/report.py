@@ -32,10 +32,11 @@ for line in open(results_path):
 input_bytes = num("INPUT_APPARENT")
 logical = num("INPUT_LOGICAL")
 grown = num("GROWN_APPARENT")
-tools = ["ctxfold", "ctxfold-large", "restic", "borg", "git", "zstd3", "tarzst"]
+tools = ["ctxfold", "ctxfold-noseeds", "ctxfold-large", "restic", "borg", "git", "zstd3", "tarzst"]
 label = {
-    "ctxfold": "ctxfold fold",
-    "ctxfold-large": "ctxfold fold, large segmentation",
+    "ctxfold": "ctxfold fold --apply",
+    "ctxfold-noseeds": "ctxfold fold --apply --no-seeds",
+    "ctxfold-large": "ctxfold fold --apply, large segmentation",
     "restic": "restic backup",
     "borg": "borg create zstd,3",
     "git": "git add+commit+gc",
@@ -73,14 +74,14 @@ incremental = [
     "| step | wall s (CPU s) | peak MiB | store bytes after | bytes added |",
     "|---|---|---|---|---|",
 ]
-for tool, first in [("ctxfold", "backup"), ("ctxfold-large", "backup"), ("restic", "backup"), ("borg", "backup")]:
+for tool, first in [("ctxfold", "backup"), ("ctxfold-noseeds", "backup"), ("ctxfold-large", "backup"), ("restic", "backup"), ("borg", "backup")]:
     g = rows.get((tool, "grow"))
     if g:
         incremental.append(
             f"| {label[tool]} after 10% growth | {g['wall']:.1f} ({g['cpu']:.1f}) | {mib(g['rss_kib'])} | {g['bytes']:,} | "
             f"{g['bytes'] - rows[(tool, first)]['bytes']:,} |"
         )
-for tool in ["ctxfold", "ctxfold-large"]:
+for tool in ["ctxfold", "ctxfold-noseeds", "ctxfold-large"]:
     r = rows.get((tool, "refold"))
     if r:
         incremental.append(
@@ -113,7 +114,7 @@ def targets_for(tool):
     ]
 
 
-configs = [t for t in ["ctxfold", "ctxfold-large"] if (t, "grow") in rows]
+configs = [t for t in ["ctxfold", "ctxfold-noseeds", "ctxfold-large"] if (t, "grow") in rows]
 target_lines = ["| target | " + " | ".join(label[t] for t in configs) + " |", "|---" * (len(configs) + 1) + "|"]
 per_config = [targets_for(t) for t in configs]
 for i, (name, _, _) in enumerate(per_config[0]):
@@ -128,6 +129,18 @@ layout = (
 )
 
 variant_lines = []
+KEPT = "(Not rerun in this run (--skip-variants): this section is kept from the run of "
+if os.path.getsize(variants_path) == 0 and os.path.exists(out_path):
+    # --skip-variants: keep the section as it was measured, saying when.
+    previous = open(out_path).read()
+    heading = "## Levels and dictionaries\n"
+    if heading in previous:
+        section = previous.split(heading, 1)[1].split("\n## ", 1)[0].strip("\n").split("\n")
+        if section[0].startswith(KEPT):
+            variant_lines = section
+        elif not section[0].startswith("(skipped"):
+            date = next((l[len("- date: "):] for l in previous.split("\n") if l.startswith("- date: ")), "an earlier date")
+            variant_lines = [KEPT + date + ".)", ""] + section
 if os.path.getsize(variants_path) > 0:
     base = {"fixtures": num("FIX_ZSTD"), "generated-128M": num("SMALL_ZSTD")}
     variant_lines = [
@@ -207,15 +220,16 @@ text = "\n".join(
         "Exactly what `bench/run` runs (see the script; `$CORPUS` holds `codex-home/` and `pi-agent/`):",
         "",
         "```",
-        "ctxfold:  per session file, 2 at a time: ctxfold-split --write FILE | ctxfold-write-manifest --overwrite --session-id ID --source FILE",
-        "          skipping a session whose manifest is newer than its file (a stand-in for `ctxfold fold --apply` until it lands);",
-        "          restore: ctxfold restore ID --to DIR/ID.jsonl, 2 at a time",
+        "ctxfold:  CODEX_HOME=$CORPUS/codex-home PI_CODING_AGENT_DIR=$CORPUS/pi-agent ctxfold fold --apply --json [--no-seeds | LARGE]",
+        "          (the same again for the unchanged re-fold; with --overwrite after growth, to replace the grown sessions)",
+        "          LARGE: --field-threshold 32768 --cdc-min-bytes 65536 --cdc-average-bytes 262144 --cdc-max-bytes 1048576",
+        "          restore: ctxfold ls --json | jq -r .id | xargs -P 2 -I{} ctxfold restore {} --to DIR/{}.jsonl",
         "restic:   restic init; restic backup codex-home pi-agent; restic restore latest --target DIR",
         "borg:     borg init --encryption=none; borg create --compression zstd,3 ::one codex-home pi-agent; borg extract ::one",
         "git:      git add -A; git commit; git gc; restore: git --work-tree=DIR checkout HEAD -- .",
         "zstd -3:  zstd -3 -c FILE > FILE.zst per file, 2 at a time (Codex's .zst archives copied as they are); zstd -d per file",
         "tar|zstd: tar -cf - codex-home pi-agent | zstd -19 --long=31 -T2; zstd -d --long=31 | tar -x",
-        "grow:     gen-corpus --grow 10%, then the ctxfold fold again, restic backup again, borg create ::two",
+        "grow:     gen-corpus --grow 10%, then ctxfold fold --apply --overwrite, restic backup again, borg create ::two",
         "timing:   /usr/bin/time -f '%e %U %S %M' (wall, user + sys, peak RSS of the largest process); bytes: du -s --block-size=1",
         "```",
         "",
