@@ -215,6 +215,10 @@ fn fold_uses_the_current_dictionary_and_gc_keeps_it() {
         .join(&dictionary[..2])
         .join(format!("{dictionary}.zst"));
     assert!(object.exists());
+    let marker = env.store.join("dictionaries").join(&dictionary);
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&marker).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "the registration is not private");
     env.run("ctxfold", ["gc", "--apply", "--prune=now"]).ok();
     assert!(object.exists(), "gc removed the dictionary");
     let fsck = env.run("ctxfold", ["fsck", "--full"]).ok();

@@ -125,8 +125,11 @@ impl Store {
     /// Register the dictionary object `digest` (which the store must hold, durably).
     pub fn register_dictionary(&self, digest: &Digest) -> Result<()> {
         super::create_private_dir(&self.dictionaries_dir())?;
+        super::create_private_dir(&self.tmp_dir())?;
         let marker = self.dictionaries_dir().join(digest.to_hex());
-        fs::File::create(&marker).with_path("create", &marker)?;
+        // Durable and private like every store file: losing it would strand every object written
+        // with the dictionary. An existing registration is the same empty file.
+        write_file(&self.tmp_dir(), ".dictionary-", &marker, b"", false)?;
         Ok(())
     }
 
