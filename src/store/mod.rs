@@ -62,7 +62,7 @@ impl Store {
         let store = Self::at(root);
         if !store.manifests_dir().is_dir() && !store.objects_dir().is_dir() {
             return Err(Error::failed(format!(
-                "{}: not a ctxfold store (no manifests/ or objects/)",
+                "{}: not a ctxfold store yet (no manifests/ or objects/; ctxfold fold --apply creates one)",
                 store.root.display()
             )));
         }
