@@ -11,7 +11,8 @@ use crate::store::lock::Mode;
 
 /// Remove objects no manifest references, and stale temp files (a dry run unless --apply)
 ///
-/// Every manifest under manifests/ is a root, its subfolders included (generations/, conflicts/).
+/// Every manifest under manifests/ is a root, its subfolders included (generations/, conflicts/),
+/// and so is every registered zstd dictionary (dictionaries/: objects written with one need it).
 /// While any manifest cannot be read, gc removes nothing: an unreadable manifest may name objects
 /// that would otherwise look unreferenced (ctxfold fsck names it).
 ///
