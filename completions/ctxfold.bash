@@ -185,7 +185,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__clone)
-            opts="-h -V --json --git --store --help --version"
+            opts="-q -v -h -V --json --git --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -258,7 +258,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__fold)
-            opts="-h -V --apply --overwrite --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --store --help --version"
+            opts="-q -v -h -V --apply --overwrite --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -303,7 +303,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__fsck)
-            opts="-h -V --full --store --help --version"
+            opts="-q -v -h -V --full --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -324,7 +324,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__gc)
-            opts="-h -V --apply --prune --store --help --version"
+            opts="-q -v -h -V --apply --prune --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -402,7 +402,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__ls)
-            opts="-h -V --json --store --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -491,7 +491,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__recall)
-            opts="-F -i -l -h -V --session --field --fixed-strings --ignore-case --list --json --store --help --version"
+            opts="-F -i -l -q -v -h -V --session --field --fixed-strings --ignore-case --list --json --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -618,7 +618,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__restore)
-            opts="-h -V --to --overwrite --store --help --version"
+            opts="-q -v -h -V --to --overwrite --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -654,7 +654,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__seeds)
-            opts="-h -V --json --store --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -720,7 +720,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__stats)
-            opts="-h -V --json --store --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -741,7 +741,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__status)
-            opts="-h -V --json --store --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -762,7 +762,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__sync)
-            opts="-h -V --json --git --store --help --version"
+            opts="-q -v -h -V --json --git --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

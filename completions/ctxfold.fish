@@ -147,37 +147,53 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l remove-source -
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l allow-active -d 'With --remove-source, remove active (not archived) sources too'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l no-seeds -d 'Do not extract the seed index of the folded sessions'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l json -d 'One JSON object per session, then one with the totals (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l to -d 'Where to write it [default: the manifest\'s rollout_path]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l overwrite -d 'Replace an existing file at the target'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l to -d 'Where to write it [default: the manifest\'s rollout_path]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l overwrite -d 'Replace an existing file at the target'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -l json -d 'One JSON object per session (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -l json -d 'One JSON object per session (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand status" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -l json -d 'One JSON object (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand stats" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -l full -d 'Also decompress and re-hash every object and reconstruct every manifest'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l prune -d 'Keep unreferenced objects and temp files younger than this: `now`, or a number with s, m, h, d or w (`30m`, `2d`)' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l apply -d 'Remove (without it, list what would be removed)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -198,15 +214,21 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l json -d 'One JSON object instead of text'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -l json -d 'One JSON object instead of text'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand clone" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -l json -d 'JSON Lines: `{"session":…,"appended":N}` per session'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand seeds" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -l session -d 'Only this session' -r
@@ -219,5 +241,7 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s F -l fixed-st
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s i -l ignore-case -d 'Ignore case'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s l -l list -d 'List the spans (headers only), without their text'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -l json -d 'JSON Lines'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand recall" -s V -l version -d 'Print version'

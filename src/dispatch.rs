@@ -77,7 +77,7 @@ fn dispatch(args: &[OsString]) -> Result<ExitCode> {
                 .args(&rest)
                 .env("CTXFOLD_EXEC_PATH", exec_path.plumbing_dir())
                 .exec();
-            Err(Error::io(format!("run {}", program.display()), error))
+            Err(Error::io("run", &program, error))
         }
         None => Err(unknown_command(&command, &exec_path)),
     }
@@ -136,7 +136,7 @@ fn help(args: &[OsString]) -> Result<ExitCode> {
             out,
             "usage: ctxfold [--exec-path[=DIR]] <command> [<args>]\n"
         )
-        .map_err(crate::error::write_failed)?;
+        .map_err(crate::error::stdout_failed)?;
         write_command_list(&mut out, all)?;
         return Ok(ExitCode::SUCCESS);
     };
@@ -156,7 +156,7 @@ fn help(args: &[OsString]) -> Result<ExitCode> {
     if out.is_terminal() && show_man_page(&cmd)? {
         return Ok(ExitCode::SUCCESS);
     }
-    write!(out, "{}", cmd.clone().render_long_help()).map_err(crate::error::write_failed)?;
+    write!(out, "{}", cmd.clone().render_long_help()).map_err(crate::error::stdout_failed)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -169,14 +169,14 @@ fn show_man_page(cmd: &clap::Command) -> Result<bool> {
     let mut file = tempfile::Builder::new()
         .suffix(".1")
         .tempfile()
-        .map_err(|e| Error::io("create a temp file", e))?;
+        .map_err(|e| Error::system("create a temp file", e))?;
     file.write_all(&page)
-        .map_err(|e| Error::io("write a temp file", e))?;
+        .map_err(|e| Error::system("write a temp file", e))?;
     let status = std::process::Command::new(man)
         .arg("-l")
         .arg(file.path())
         .status()
-        .map_err(|e| Error::io("run man", e))?;
+        .map_err(|e| Error::system("run man", e))?;
     Ok(status.success())
 }
 
@@ -206,7 +206,7 @@ fn write_command_list(out: &mut dyn Write, all: bool) -> Result<()> {
         text.push_str("\n'ctxfold help -a' lists the plumbing too; 'ctxfold help <command>' shows its manual.\n");
     }
     out.write_all(text.as_bytes())
-        .map_err(crate::error::write_failed)
+        .map_err(crate::error::stdout_failed)
 }
 
 /// Where `ctxfold-<name>` programs are looked for, in order.

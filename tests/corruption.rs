@@ -53,7 +53,7 @@ fn restore_fails(env: &Env, needle: &str) {
         "ctxfold",
         ["restore", "s", "--to", target.to_str().unwrap()],
     )
-    .fails(1)
+    .fails(4)
     .one_line_error(needle);
     assert_eq!(
         fs::read_dir(&out_dir).unwrap().count(),
@@ -61,7 +61,7 @@ fn restore_fails(env: &Env, needle: &str) {
         "restore left something behind"
     );
     env.run("ctxfold-cat-manifest", ["s"])
-        .fails(1)
+        .fails(4)
         .one_line_error(needle);
 }
 
@@ -76,7 +76,7 @@ fn a_flipped_bit_is_caught() {
     fs::write(&path, bytes).unwrap();
     restore_fails(&env, &format!("object {sha} is corrupt"));
     env.run("ctxfold-cat-object", ["-p", &sha])
-        .fails(1)
+        .fails(4)
         .one_line_error(&sha);
 }
 
@@ -187,7 +187,7 @@ fn write_manifest_refuses_missing_objects_lying_parts_and_existing_manifests() {
         ["--session-id", "t", "--source", src],
         &parts,
     )
-    .fails(1)
+    .fails(3)
     .one_line_error("session \"t\" not committed: parts add up to");
     // Parts naming an object the store does not hold.
     let parts = env.run("ctxfold-split", [src]).ok().stdout;
@@ -200,14 +200,14 @@ fn write_manifest_refuses_missing_objects_lying_parts_and_existing_manifests() {
         ["--session-id", "u", "--source", src],
         fake.as_bytes(),
     )
-    .fails(1)
+    .fails(3)
     .one_line_error("is not in the store");
     env.run_with_stdin(
         "ctxfold-write-manifest",
         ["--session-id", "v", "--source", src],
         b"not json\n",
     )
-    .fails(1)
+    .fails(3)
     .one_line_error("stdin line 1: not a part");
     assert_eq!(Env::snapshot(&env.store).len(), after_split.len());
     assert!(before.len() <= after_split.len());
@@ -217,8 +217,8 @@ fn write_manifest_refuses_missing_objects_lying_parts_and_existing_manifests() {
         ["--session-id", "s", "--source", src],
         &parts,
     )
-    .fails(1)
-    .one_line_error("session \"s\" not committed: it is already folded");
+    .fails(3)
+    .one_line_error("session \"s\" is already folded; nothing committed");
     env.run_with_stdin(
         "ctxfold-write-manifest",
         ["--session-id", "s", "--source", src, "--overwrite"],
@@ -234,7 +234,7 @@ fn restore_keeps_an_existing_target_unless_overwrite_and_defaults_to_rollout_pat
     let original = fs::read(&source).unwrap();
     // Default target: the rollout_path, which is the absolute source path.
     env.run("ctxfold", ["restore", "s"])
-        .fails(1)
+        .fails(3)
         .one_line_error("exists (use --overwrite");
     fs::write(&source, b"changed").unwrap();
     env.run("ctxfold", ["materialize", "s", "--overwrite"]).ok();

@@ -485,7 +485,7 @@ fn bad_ledgers_get_one_line_errors_and_bad_lines_are_passed_over() {
     let junk = env.path("junk.jsonl");
     std::fs::write(&junk, "not json\nstill not\n").unwrap();
     env.run("ctxfold-extract-seeds", [junk.to_str().unwrap()])
-        .fails(1)
+        .fails(3)
         .one_line_error("not a session ledger");
     let pi = fixture_files()
         .into_iter()

@@ -208,6 +208,8 @@ fn a_full_disk_is_an_error() {
         .stdout(fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("No space left on device"));
+    assert_eq!(out.status.code(), Some(5));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("write to stdout: No space left on device")
+    );
 }

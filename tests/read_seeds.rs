@@ -105,7 +105,10 @@ fn the_union_table() {
             .collect();
         assert_eq!(got_pairs, expected, "{what}");
         assert_eq!(
-            stderr.lines().filter(|l| l.starts_with("note:")).count(),
+            stderr
+                .lines()
+                .filter(|l| l.starts_with("ctxfold-read-seeds: "))
+                .count(),
             notes,
             "{what}: {stderr}"
         );

@@ -214,7 +214,7 @@ fn seeds_reports_a_session_it_cannot_index_and_indexes_the_others() {
     let other = env.path("notes.jsonl");
     std::fs::write(&other, "{\"note\":\"not a session\"}\n").unwrap();
     fold(&env, &other, "notes");
-    let run = env.run("ctxfold", ["seeds"]).fails(1);
+    let run = env.run("ctxfold", ["seeds"]).fails(3);
     assert!(run.stderr.contains("notes:"), "{}", run.stderr);
     assert!(index_file(&env, "pi").exists() && index_file(&env, "codex").exists());
     let run = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();

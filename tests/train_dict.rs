@@ -35,7 +35,7 @@ fn folds_after_training_name_the_dictionary_and_restore_byte_for_byte() {
     fold(&env, &files[0], "before");
     // Too few small objects to learn from: a clear refusal, nothing registered.
     env.run("ctxfold-train-dict", ["--max-object-bytes", "10"])
-        .fails(1)
+        .fails(3)
         .one_line_error("too few to train");
     assert!(!env.store.join("dictionaries").exists());
     for (i, file) in files.iter().enumerate().skip(1) {
@@ -111,7 +111,7 @@ fn a_manifest_naming_a_missing_dictionary_is_refused() {
     assert_ne!(edited, text);
     std::fs::write(&path, edited).unwrap();
     env.run("ctxfold-cat-manifest", ["s"])
-        .fails(1)
+        .fails(4)
         .one_line_error(&format!("zstd dictionary {bogus} is not in"));
     let unknown = text.replace(
         "\"compression\": \"zstd\"",
@@ -119,7 +119,7 @@ fn a_manifest_naming_a_missing_dictionary_is_refused() {
     );
     std::fs::write(&path, unknown).unwrap();
     env.run("ctxfold-cat-manifest", ["s"])
-        .fails(1)
+        .fails(4)
         .one_line_error("unknown field `window_log`");
 }
 

@@ -11,24 +11,98 @@ use std::process::ExitCode;
 
 use clap::{ArgMatches, Parser};
 
+pub use crate::error::{EXIT_STATUS, Status};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-/// The streams a command talks through. Commands never touch the process's own.
-pub struct Io<'a> {
-    pub out: &'a mut dyn Write,
-    pub err: &'a mut dyn Write,
-    pub stdin: &'a mut dyn BufRead,
-    /// Progress bars and notes only where a person watches.
-    pub err_is_terminal: bool,
+/// How much a command says on stderr: `-q/--quiet` and `-v/--verbose` on porcelain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
 }
 
-/// How a command that did not fail ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Success,
-    /// A negative answer already explained on stderr, or none needed (`cat-object -e`): exit 1.
-    Negative,
+/// The streams a command talks through: data on [`Io::out`], talk through [`Io::note`],
+/// [`Io::warn`], [`Io::detail`] and [`Io::progress`], which know the program's name, the
+/// verbosity and whether a person watches. Commands never touch the process's own streams.
+pub struct Io<'a> {
+    pub out: &'a mut dyn Write,
+    pub stdin: &'a mut dyn BufRead,
+    err: &'a mut dyn Write,
+    program: String,
+    verbosity: Verbosity,
+    err_is_terminal: bool,
+}
+
+impl<'a> Io<'a> {
+    pub fn new(
+        out: &'a mut dyn Write,
+        err: &'a mut dyn Write,
+        stdin: &'a mut dyn BufRead,
+        program: impl Into<String>,
+        err_is_terminal: bool,
+    ) -> Self {
+        Self {
+            out,
+            stdin,
+            err,
+            program: program.into(),
+            verbosity: Verbosity::Normal,
+            err_is_terminal,
+        }
+    }
+
+    pub fn with_verbosity(mut self, verbosity: Verbosity) -> Self {
+        self.verbosity = verbosity;
+        self
+    }
+
+    pub fn verbosity(&self) -> Verbosity {
+        self.verbosity
+    }
+
+    /// A line of data on stdout.
+    pub fn line(&mut self, line: impl std::fmt::Display) -> Result<()> {
+        emit(self.out, line)
+    }
+
+    /// `<program>: <text>` on stderr, unless `--quiet`. Talk never fails a command: a stderr that
+    /// cannot be written has nobody to tell.
+    pub fn note(&mut self, text: impl std::fmt::Display) {
+        if self.verbosity >= Verbosity::Normal {
+            self.say("", text);
+        }
+    }
+
+    /// `<program>: warning: <text>` on stderr, even under `--quiet`.
+    pub fn warn(&mut self, text: impl std::fmt::Display) {
+        self.say("warning: ", text);
+    }
+
+    /// `<program>: <text>` on stderr, only under `--verbose`.
+    pub fn detail(&mut self, text: impl std::fmt::Display) {
+        if self.verbosity >= Verbosity::Verbose {
+            self.say("", text);
+        }
+    }
+
+    fn say(&mut self, tag: &str, text: impl std::fmt::Display) {
+        let _ = writeln!(self.err, "{}: {tag}{text}", self.program);
+    }
+
+    /// A progress bar on stderr where a person watches; hidden in pipes and under `--quiet`.
+    /// `template` is indicatif's, e.g. `{bar:30} {pos}/{len} sessions {elapsed}`.
+    pub fn progress(&self, length: u64, template: &str) -> indicatif::ProgressBar {
+        if !self.err_is_terminal || self.verbosity == Verbosity::Quiet {
+            return indicatif::ProgressBar::hidden();
+        }
+        let bar = indicatif::ProgressBar::new(length);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar
+    }
 }
 
 /// A command: its clap definition (a `Parser` named `ctxfold-<name>`) and what it does.
@@ -80,6 +154,17 @@ fn run_matches<C: Command>(matches: &ArgMatches, io: &mut Io<'_>) -> Result<Stat
     args.run(io)
 }
 
+/// `-q/--quiet` and `-v/--verbose`, shared by the porcelain commands (read by [`run_process`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct TalkArgs {
+    /// Say nothing on stderr but warnings and errors
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more on stderr: the items behind each summary line
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
 /// `--store DIR`, shared by every command that reads or writes a store.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
@@ -123,10 +208,6 @@ impl StoreArgs {
     }
 }
 
-/// The exit-status table every man page carries.
-pub const EXIT_STATUS: &str = "0 on success; 1 on a negative answer (not found, a mismatch, corruption, bad input data, \
-a refusal) or an error from the system; 2 on bad usage. A closed stdout (a broken pipe) ends the command quietly with 0.";
-
 /// `main` of a plumbing binary: parse, run against the process's streams, report, exit.
 pub fn main<C: Command>() -> ExitCode {
     run_process(
@@ -148,10 +229,7 @@ pub fn run_process(
         .to_string();
     let matches = match command.try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(e.exit_code() as u8);
-        }
+        Err(e) => return clap_exit(&program, e),
     };
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
@@ -159,34 +237,57 @@ pub fn run_process(
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
     let err_is_terminal = err.is_terminal();
-    let result = run(
-        &matches,
-        &mut Io {
-            out: &mut out,
-            err: &mut err,
-            stdin: &mut stdin,
-            err_is_terminal,
-        },
-    );
+    let verbosity = verbosity(&matches);
+    let mut io = Io::new(&mut out, &mut err, &mut stdin, &program, err_is_terminal)
+        .with_verbosity(verbosity);
+    let result = run(&matches, &mut io);
+    drop(io);
     // Flush what was written even after a failure; only a successful run reports a failed flush.
-    let flushed = out.flush().map_err(crate::error::write_failed);
+    let flushed = out.flush().map_err(crate::error::stdout_failed);
     exit_for(&program, result.and_then(|status| flushed.map(|()| status)))
 }
 
-/// The one place an error becomes a message and an exit code.
+/// The verbosity a command's `-q/--quiet` and `-v/--verbose` flags ask for (commands without them
+/// talk normally).
+fn verbosity(matches: &ArgMatches) -> Verbosity {
+    let flag = |id| matches!(matches.try_get_one::<bool>(id), Ok(Some(true)));
+    if flag("quiet") {
+        Verbosity::Quiet
+    } else if flag("verbose") {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    }
+}
+
+/// clap's own errors in the tool's style: `<program>: error: …` (then clap's usage lines), exit 2;
+/// `--help` and `--version` on stdout, exit 0.
+fn clap_exit(program: &str, e: clap::Error) -> ExitCode {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let _ = write!(io::stderr(), "{program}: error: {text}");
+    ExitCode::from(Status::Usage.code())
+}
+
+/// The one place an outcome becomes a message and an exit code.
 pub fn exit_for(program: &str, result: Result<Status>) -> ExitCode {
     match result {
-        Ok(Status::Success) => ExitCode::SUCCESS,
-        Ok(Status::Negative) => ExitCode::from(1),
-        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status.code()),
         Err(e) => {
-            let _ = writeln!(io::stderr(), "{program}: error: {e}");
-            ExitCode::from(e.exit_code())
+            let status = e.status();
+            if status != Status::Success {
+                let _ = writeln!(io::stderr(), "{program}: error: {e}");
+            }
+            ExitCode::from(status.code())
         }
     }
 }
 
-/// Write a line of data to `out`, mapping failures (a full disk) to errors.
+/// Write a line of data to `out` (stdout), mapping failures (a full disk) to errors.
 pub fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<()> {
-    writeln!(out, "{line}").map_err(crate::error::write_failed)
+    writeln!(out, "{line}").map_err(crate::error::stdout_failed)
 }

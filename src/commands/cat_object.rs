@@ -4,7 +4,7 @@ use std::io;
 
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::digest::Digest;
-use crate::error::{Error, IoContext, Result, write_failed};
+use crate::error::{Error, IoContext, Result, STDOUT, stdout_failed};
 use crate::store::Store;
 
 /// Show an object's raw bytes (-p), size (-s) or existence (-e), or answer a batch of names on stdin
@@ -58,13 +58,15 @@ impl Command for CatObjectArgs {
         let store = self.store.open()?;
         let size = match store.object_stored_bytes(&digest)? {
             None if self.exists => return Ok(Status::Negative),
-            None => return Err(Error::failed(format!("object {digest} is missing"))),
+            None => return Err(Error::not_found(format!("object {digest} is missing"))),
             Some(_) => store.read_object(&digest, None, &mut io::sink())?,
         };
         if self.size {
             emit(io.out, size)?;
         } else if self.print {
-            store.read_object(&digest, Some(size), io.out)?;
+            store
+                .read_object(&digest, Some(size), io.out)
+                .map_err(|e| e.on_target(STDOUT))?;
         }
         Ok(Status::Success)
     }
@@ -93,10 +95,12 @@ fn batch(store: &Store, contents: bool, io: &mut Io<'_>) -> Result<Status> {
         let size = store.read_object(&digest, None, &mut io::sink())?;
         emit(io.out, format_args!("{digest} blob {size}"))?;
         if contents {
-            store.read_object(&digest, Some(size), io.out)?;
-            io.out.write_all(b"\n").map_err(write_failed)?;
+            store
+                .read_object(&digest, Some(size), io.out)
+                .map_err(|e| e.on_target(STDOUT))?;
+            io.out.write_all(b"\n").map_err(stdout_failed)?;
         }
         // A script reading answers one by one must see each answer before asking the next.
-        io.out.flush().map_err(write_failed)?;
+        io.out.flush().map_err(stdout_failed)?;
     }
 }

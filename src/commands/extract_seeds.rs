@@ -135,12 +135,11 @@ impl Command for ExtractSeedsArgs {
             &mut |source| {
                 let ledger = Ledger::scan(source)?;
                 if ledger.unparseable > 0 {
-                    let _ = writeln!(
-                        io.err,
-                        "note: {}: {} unparseable lines passed over",
+                    io.note(format_args!(
+                        "{}: {} unparseable lines passed over",
                         source.describe(),
                         ledger.unparseable
-                    );
+                    ));
                 }
                 for record in extract(&ledger, &options)? {
                     emit(io.out, record.to_line())?;

@@ -1,14 +1,13 @@
 //! `ctxfold fold`: the sessions on this machine (or the paths named) folded into the store.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use crate::cli::human::bytes;
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::{LevelArgs, SettingsArgs};
-use crate::error::{Result, write_failed};
+use crate::error::Result;
 use crate::fold::{Action, Options, Removal, Report, fold_session};
 use crate::sources::{Discovery, Homes, discover};
 use crate::store::Store;
@@ -73,6 +72,8 @@ pub struct FoldArgs {
     #[command(flatten)]
     pub level: LevelArgs,
     #[command(flatten)]
+    pub talk: TalkArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
 }
 
@@ -100,15 +101,15 @@ impl Command for FoldArgs {
         let homes = Homes::from_env()?;
         let discovery = discover(&homes, &self.paths);
         for problem in &discovery.problems {
-            writeln!(io.err, "ctxfold fold: {problem}").map_err(write_failed)?;
+            io.warn(problem);
         }
         let store_path = self.store.path()?;
         if discovery.sessions.is_empty() && discovery.seed_indexes.is_empty() {
-            nothing_found(io, &discovery, &Store::at(&store_path))?;
+            nothing_found(io, &discovery, &Store::at(&store_path));
             return Ok(if discovery.problems.is_empty() {
                 Status::Success
             } else {
-                Status::Negative
+                Status::Refused
             });
         }
         let store = if self.apply {
@@ -118,10 +119,7 @@ impl Command for FoldArgs {
         };
         let _lock = match self.apply {
             true => Some(store.lock(LockMode::Shared, || {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "ctxfold fold: waiting for the store lock (held by a gc or another tool)…"
-                );
+                io.note("waiting for the store lock (held by a gc or another tool)…")
             })?),
             false => None,
         };
@@ -138,7 +136,10 @@ impl Command for FoldArgs {
             seeds: !self.no_seeds,
             counted: Default::default(),
         };
-        let progress = progress_bar(io.err_is_terminal, discovery.sessions.len() as u64);
+        let progress = io.progress(
+            discovery.sessions.len() as u64,
+            "{bar:30} {pos}/{len} sessions {elapsed}",
+        );
         let reports = crate::parallel::map(
             &discovery.sessions,
             || None,
@@ -159,7 +160,12 @@ impl Command for FoldArgs {
                 emit(io.out, human_line(report, self.apply))?;
             }
         }
-        let mut failed = !discovery.problems.is_empty() || reports.iter().any(Report::is_failure);
+        let mut status = reports
+            .iter()
+            .fold(Status::Success, |s, r| s.worst(r.status));
+        if !discovery.problems.is_empty() {
+            status = status.worst(Status::Refused);
+        }
         for index in &discovery.seed_indexes {
             let target = store
                 .context_fold_dir()
@@ -192,9 +198,8 @@ impl Command for FoldArgs {
                     }
                 }
                 Err(e) => {
-                    failed = true;
-                    writeln!(io.err, "ctxfold fold: {}: {e}", index.path.display())
-                        .map_err(write_failed)?;
+                    status = status.worst(e.status());
+                    io.warn(format_args!("{}: {e}", index.path.display()));
                 }
             }
         }
@@ -203,27 +208,19 @@ impl Command for FoldArgs {
         } else {
             emit(io.out, totals.line())?;
             if totals.needs_overwrite > 0 {
-                writeln!(
-                    io.err,
+                io.note(format_args!(
                     "{} sessions were folded earlier with other bytes: --overwrite replaces them.",
                     totals.needs_overwrite
-                )
-                .map_err(write_failed)?;
+                ));
             }
             if !self.apply {
-                writeln!(
-                    io.err,
-                    "Dry run: nothing was written. Add --apply to fold into {}.",
+                io.note(format_args!(
+                    "dry run: nothing was written. Add --apply to fold into {}.",
                     store.root().display()
-                )
-                .map_err(write_failed)?;
+                ));
             }
         }
-        Ok(if failed {
-            Status::Negative
-        } else {
-            Status::Success
-        })
+        Ok(status)
     }
 }
 
@@ -294,8 +291,8 @@ fn human_line(report: &Report, apply: bool) -> String {
 }
 
 /// With nothing to fold, say where we looked, how to name files, and what the store holds.
-fn nothing_found(io: &mut Io<'_>, discovery: &Discovery, store: &Store) -> Result<()> {
-    let mut text = String::from("No sessions found. Looked in:\n");
+fn nothing_found(io: &mut Io<'_>, discovery: &Discovery, store: &Store) {
+    let mut text = String::from("no sessions found. Looked in:\n");
     for (dir, exists) in &discovery.looked_in {
         text.push_str(&format!(
             "  {}{}\n",
@@ -313,23 +310,9 @@ fn nothing_found(io: &mut Io<'_>, discovery: &Discovery, store: &Store) -> Resul
         store.root().display()
     ));
     text.push_str(if held > 0 {
-        " ('ctxfold ls' lists them).\n"
+        " ('ctxfold ls' lists them)."
     } else {
-        ".\n"
+        "."
     });
-    io.err.write_all(text.as_bytes()).map_err(write_failed)
-}
-
-/// A progress bar on a terminal; invisible otherwise.
-pub fn progress_bar(on_terminal: bool, length: u64) -> indicatif::ProgressBar {
-    if !on_terminal {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(length);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} sessions {elapsed}")
-    {
-        bar.set_style(style);
-    }
-    bar
+    io.note(text);
 }

@@ -1,7 +1,7 @@
 //! `ctxfold fsck`: the store checked, findings one per line.
 
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Result, write_failed};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
+use crate::error::Result;
 use crate::store::fsck::check;
 
 /// Check the store: manifests readable, every object they name present (--full: and sound)
@@ -21,6 +21,8 @@ pub struct FsckArgs {
     #[arg(long)]
     pub full: bool,
     #[command(flatten)]
+    pub talk: TalkArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
 }
 
@@ -28,12 +30,18 @@ impl Command for FsckArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
         let (mut faults, mut notes) = (0u64, 0u64);
+        // Unreferenced objects are normal after an interrupted fold: one summary line, the list
+        // with --verbose.
+        let list_notes = io.verbosity() == Verbosity::Verbose;
         let out = &mut *io.out;
         check(&store, self.full, &mut |finding| {
             if finding.is_fault() {
-                faults += 1
+                faults += 1;
             } else {
-                notes += 1
+                notes += 1;
+                if !list_notes {
+                    return Ok(());
+                }
             }
             emit(out, &finding)
         })?;
@@ -42,15 +50,17 @@ impl Command for FsckArgs {
         } else {
             "objects present (--full re-hashes them)"
         };
-        writeln!(
-            io.err,
-            "{faults} problems, {notes} unreferenced objects; {depth}"
-        )
-        .map_err(write_failed)?;
+        emit(
+            io.out,
+            format_args!(
+                "{faults} problems, {notes} unreferenced objects (gc removes them{}); {depth}",
+                if list_notes { "" } else { ", -v lists them" }
+            ),
+        )?;
         Ok(if faults == 0 {
             Status::Success
         } else {
-            Status::Negative
+            Status::Corrupt
         })
     }
 }

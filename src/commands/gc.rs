@@ -1,11 +1,10 @@
 //! `ctxfold gc`: unreferenced objects and stale temp files removed (a dry run unless --apply).
 
-use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use crate::cli::human::bytes;
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Error, Result, write_failed};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::error::{Error, Result};
 use crate::store::gc;
 use crate::store::lock::Mode;
 
@@ -40,6 +39,8 @@ pub struct GcArgs {
     #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_age)]
     pub prune: Duration,
     #[command(flatten)]
+    pub talk: TalkArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
 }
 
@@ -71,10 +72,7 @@ impl Command for GcArgs {
         let store = self.store.open()?;
         let _lock = match self.apply {
             true => Some(store.lock(Mode::Exclusive, || {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "ctxfold gc: waiting for running folds to finish…"
-                );
+                io.note("waiting for running folds to finish…")
             })?),
             false => None,
         };
@@ -82,8 +80,9 @@ impl Command for GcArgs {
         let cutoff = SystemTime::now()
             .checked_sub(self.prune)
             .ok_or_else(|| Error::usage("--prune is too long"))?;
-        let plan = gc::plan(&store, cutoff)?;
+        let mut plan = gc::plan(&store, cutoff)?;
         let verb = if self.apply {
+            plan = gc::apply(&store, plan, cutoff)?;
             "removed"
         } else {
             "would remove"
@@ -97,24 +96,21 @@ impl Command for GcArgs {
         for temp in &plan.temps {
             emit(io.out, format_args!("{verb} temp file {}", temp.display()))?;
         }
-        let (count, freed) = if self.apply {
-            gc::apply(&store, &plan, cutoff)?
-        } else {
-            (
-                plan.objects.len() as u64,
-                plan.objects.iter().map(|(_, s)| s).sum(),
-            )
-        };
-        writeln!(
-            io.err,
-            "{count} unreferenced objects ({}) {verb}, {} temp files; {} objects referenced; {} unreferenced objects younger than --prune kept{}",
-            bytes(freed),
-            plan.temps.len(),
-            plan.referenced,
-            plan.young,
-            if self.apply { "" } else { ". Dry run: add --apply to remove." },
-        )
-        .map_err(write_failed)?;
+        let freed: u64 = plan.objects.iter().map(|(_, size)| size).sum();
+        emit(
+            io.out,
+            format_args!(
+                "{} unreferenced objects ({}) {verb}, {} temp files; {} objects referenced; {} unreferenced objects younger than --prune kept",
+                plan.objects.len(),
+                bytes(freed),
+                plan.temps.len(),
+                plan.referenced,
+                plan.young,
+            ),
+        )?;
+        if !self.apply {
+            io.note("dry run: add --apply to remove.");
+        }
         Ok(Status::Success)
     }
 }

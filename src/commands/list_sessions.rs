@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, emit};
-use crate::error::{Result, write_failed};
+use crate::error::Result;
 use crate::sources::{Homes, discover};
 
 /// List the session files found, with the fields their manifests would record (JSON Lines)
@@ -39,12 +39,12 @@ impl Command for ListSessionsArgs {
             )?;
         }
         for problem in &discovery.problems {
-            writeln!(io.err, "ctxfold-list-sessions: {problem}").map_err(write_failed)?;
+            io.warn(problem);
         }
         Ok(if discovery.problems.is_empty() {
             Status::Success
         } else {
-            Status::Negative
+            Status::Refused
         })
     }
 }

@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::cli::human::bytes;
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Result, write_failed};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::error::Result;
 use crate::store::Store;
 
 /// List the folded sessions: id, title, archived, source bytes, stored bytes
@@ -20,6 +20,8 @@ pub struct LsArgs {
     /// One JSON object per session (JSON Lines)
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -50,7 +52,7 @@ impl Command for LsArgs {
                 Ok(manifest) => manifest,
                 Err(e) => {
                     bad += 1;
-                    writeln!(io.err, "ctxfold ls: {e}").map_err(write_failed)?;
+                    io.warn(e);
                     continue;
                 }
             };
@@ -98,7 +100,7 @@ impl Command for LsArgs {
         Ok(if bad == 0 {
             Status::Success
         } else {
-            Status::Negative
+            Status::Corrupt
         })
     }
 }

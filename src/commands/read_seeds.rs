@@ -49,7 +49,7 @@ impl Command for ReadSeedsArgs {
                 .filter(|p| p.exists())
                 .collect();
             if found.is_empty() {
-                return Err(Error::failed(format!(
+                return Err(Error::not_found(format!(
                     "{}: no seed index beside it",
                     session_file.display()
                 )));
@@ -67,11 +67,14 @@ impl Command for ReadSeedsArgs {
         let mut union = Union::default();
         for file in &files {
             if !union.read_file(file)? {
-                return Err(Error::failed(format!("{}: no such file", file.display())));
+                return Err(Error::not_found(format!(
+                    "{}: no such file",
+                    file.display()
+                )));
             }
         }
         for note in &union.notes {
-            let _ = writeln!(io.err, "note: {note}");
+            io.note(note);
         }
         for record in union.records() {
             emit(io.out, record.to_line())?;

@@ -5,8 +5,8 @@ use std::io::Write;
 
 use regex::RegexBuilder;
 
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Error, Result, write_failed};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::error::{Error, Result, stdout_failed};
 use crate::seeds::recall::{Event, Field, Pulled, Query, Verified, recall};
 
 /// Grep the seed index of every folded session and pull back whole spans, verified
@@ -49,6 +49,8 @@ pub struct RecallArgs {
     /// JSON Lines
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -102,7 +104,7 @@ impl Command for RecallArgs {
                 }
                 Event::Span(pulled) => self.span(io.out, &pulled)?,
                 Event::Note(note) => {
-                    let _ = writeln!(io.err, "note: {note}");
+                    io.note(note);
                 }
             }
             Ok(())
@@ -160,7 +162,7 @@ impl RecallArgs {
             return Ok(());
         }
         out.write_all(pulled.text.as_bytes())
-            .map_err(write_failed)?;
+            .map_err(stdout_failed)?;
         if !pulled.text.ends_with('\n') {
             emit(out, "")?;
         }

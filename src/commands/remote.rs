@@ -2,7 +2,7 @@
 
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::commands::mirror::GitArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mirror::{Mirror, git};
 
 /// Add, remove or list the git remotes the store syncs with
@@ -63,7 +63,12 @@ impl Command for RemoteArgs {
         let dir = mirror.git_dir();
         match &self.action {
             Action::Add { name, url, .. } => git::remote_add(dir, name, url)?,
-            Action::Remove { name, .. } => git::remote_remove(dir, name)?,
+            Action::Remove { name, .. } => {
+                if !git::remotes(dir)?.iter().any(|r| &r.name == name) {
+                    return Err(Error::not_found(format!("no remote {name:?}")));
+                }
+                git::remote_remove(dir, name)?
+            }
             Action::List { json, .. } => {
                 for remote in git::remotes(dir)? {
                     if *json {

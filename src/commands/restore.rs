@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::store::reconstruct::restore_file;
 
@@ -25,6 +25,8 @@ pub struct RestoreArgs {
     /// Replace an existing file at the target
     #[arg(long)]
     pub overwrite: bool,
+    #[command(flatten)]
+    pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }

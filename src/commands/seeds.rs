@@ -1,6 +1,6 @@
 //! `ctxfold seeds`: index folded sessions into the store's seed index.
 
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::seeds::index_folded_session;
 use crate::store::Store;
@@ -26,6 +26,8 @@ pub struct SeedsArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub talk: TalkArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
 }
 
@@ -44,15 +46,15 @@ impl Command for SeedsArgs {
                 .map(|id| store.load_manifest(id))
                 .collect::<Result<Vec<_>>>()?,
         };
-        let mut failed = 0;
+        let mut status = Status::Success;
         for manifest in &manifests {
             let id = &manifest.session.id;
             // One session that is no Pi or Codex ledger must not keep the others unindexed.
             let appended = match index_folded_session(&store, manifest) {
                 Ok(n) => n,
                 Err(e) => {
-                    failed += 1;
-                    let _ = writeln!(io.err, "ctxfold seeds: {id}: {e}");
+                    status = status.worst(e.status());
+                    io.warn(format_args!("{id}: {e}"));
                     continue;
                 }
             };
@@ -65,10 +67,6 @@ impl Command for SeedsArgs {
                 emit(io.out, format!("{id}\t{appended} new records"))?;
             }
         }
-        Ok(if failed == 0 {
-            Status::Success
-        } else {
-            Status::Negative
-        })
+        Ok(status)
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs};
 use crate::commands::{LevelArgs, SettingsArgs};
-use crate::error::{Result, write_failed};
+use crate::error::{Result, stdout_failed};
 use crate::segment::segment;
 use crate::store::lock::Mode as LockMode;
 use crate::store::pipeline::{ParallelWriter, default_workers};
@@ -88,5 +88,5 @@ fn print_line(out: &mut dyn std::io::Write, value: &impl serde::Serialize) -> Re
     let line = serde_json::to_vec(value).expect("parts serialize");
     out.write_all(&line)
         .and_then(|()| out.write_all(b"\n"))
-        .map_err(write_failed)
+        .map_err(stdout_failed)
 }

@@ -1,8 +1,8 @@
 //! `ctxfold stats`: what the store holds and what it costs.
 
 use crate::cli::human::bytes;
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Result, write_failed};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::error::Result;
 use crate::store::usage::measure;
 
 /// Show what the store holds: logical, unique raw, stored and disk bytes, objects, ratios
@@ -20,6 +20,8 @@ pub struct StatsArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub talk: TalkArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
 }
 
@@ -28,7 +30,7 @@ impl Command for StatsArgs {
         let store = self.store.open()?;
         let (usage, problems) = measure(&store)?;
         for problem in &problems {
-            writeln!(io.err, "ctxfold stats: {problem}").map_err(write_failed)?;
+            io.warn(problem);
         }
         if self.json {
             emit(
@@ -69,7 +71,7 @@ impl Command for StatsArgs {
         Ok(if problems.is_empty() {
             Status::Success
         } else {
-            Status::Negative
+            Status::Corrupt
         })
     }
 }

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Error, Result, write_failed};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::error::Result;
 use crate::fold::compare::{State, compare};
 use crate::fold::stamp::Stamp;
 use crate::sources::{Found, Homes, discover};
@@ -28,6 +28,8 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub talk: TalkArgs,
+    #[command(flatten)]
     pub store: StoreArgs,
 }
 
@@ -46,9 +48,13 @@ impl Command for StatusArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let discovery = discover(&Homes::from_env()?, &self.paths);
         let store = Store::at(self.store.path()?);
-        let mut failed = !discovery.problems.is_empty();
+        let mut status = if discovery.problems.is_empty() {
+            Status::Success
+        } else {
+            Status::Refused
+        };
         for problem in &discovery.problems {
-            writeln!(io.err, "ctxfold status: {problem}").map_err(write_failed)?;
+            io.warn(problem);
         }
         let results = crate::parallel::map(
             &discovery.sessions,
@@ -60,9 +66,8 @@ impl Command for StatusArgs {
             let (state, stamp, folded_bytes) = match result {
                 Ok(r) => r,
                 Err(e) => {
-                    failed = true;
-                    writeln!(io.err, "ctxfold status: {}: {e}", found.path.display())
-                        .map_err(write_failed)?;
+                    status = status.worst(e.status());
+                    io.warn(format_args!("{}: {e}", found.path.display()));
                     continue;
                 }
             };
@@ -87,11 +92,7 @@ impl Command for StatusArgs {
                 )?;
             }
         }
-        Ok(if failed {
-            Status::Negative
-        } else {
-            Status::Success
-        })
+        Ok(status)
     }
 }
 
@@ -100,9 +101,7 @@ fn state_of(store: &Store, found: &Found) -> Result<(State, Stamp, Option<u64>)>
     if !store.has_manifest(&found.session.id) {
         return Ok((State::New, stamp, None));
     }
-    let manifest = store
-        .load_manifest(&found.session.id)
-        .map_err(|e| Error::failed(e.to_string()))?;
+    let manifest = store.load_manifest(&found.session.id)?;
     Ok((
         compare(&found.path, &stamp, &manifest.source)?,
         stamp,

@@ -1,6 +1,6 @@
 //! `ctxfold sync` and `ctxfold clone`: the store merged with a git remote's, both ways.
 
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::mirror::GitArgs;
 use crate::error::{Error, Result};
 use crate::mirror::sync::{Outcome, clone, sync};
@@ -39,6 +39,8 @@ pub struct SyncArgs {
     pub json: bool,
     #[command(flatten)]
     pub git: GitArgs,
+    #[command(flatten)]
+    pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -89,6 +91,8 @@ pub struct CloneArgs {
     pub json: bool,
     #[command(flatten)]
     pub git: GitArgs,
+    #[command(flatten)]
+    pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -57,7 +57,7 @@ impl Command for TrainDictArgs {
         }
         let (data, sizes) = samples(&store, self.sample_bytes, self.max_object_bytes)?;
         if sizes.len() < 8 {
-            return Err(Error::failed(format!(
+            return Err(Error::refused(format!(
                 "{} objects of at most {} stored bytes: too few to train a dictionary",
                 sizes.len(),
                 self.max_object_bytes

@@ -5,7 +5,7 @@ use std::io::BufRead;
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs};
-use crate::error::{Error, Result, write_failed};
+use crate::error::{Error, Result, stdout_failed};
 use crate::ledger::Ledger;
 use crate::ledger::block::sha256_hex;
 
@@ -84,27 +84,26 @@ impl Command for VerifySpanArgs {
             },
         )?;
         let Some(block) = found else {
-            return Err(Error::failed(format!("{what}: no block {block_id:?}")));
+            return Err(Error::not_found(format!("{what}: no block {block_id:?}")));
         };
         match &self.sha256 {
             Some(expected) => {
                 let actual = sha256_hex(&block.text);
                 if !actual.eq_ignore_ascii_case(expected) {
-                    return Err(Error::failed(format!(
+                    return Err(Error::differs(format!(
                         "{what}: block {block_id:?} has sha256 {actual}, the span says {expected}"
                     )));
                 }
             }
             None => {
-                let _ = writeln!(
-                    io.err,
-                    "warning: {block_id}: no sha256 given, the text is unverified"
-                );
+                io.warn(format_args!(
+                    "{block_id}: no sha256 given, the text is unverified"
+                ));
             }
         }
         io.out
             .write_all(block.text.as_bytes())
-            .map_err(write_failed)?;
+            .map_err(stdout_failed)?;
         Ok(Status::Success)
     }
 }
@@ -122,7 +121,7 @@ impl VerifySpanArgs {
         };
         let mut spans = Vec::new();
         for line in (&mut *io.stdin).lines() {
-            let line = line.map_err(|e| Error::io("read stdin", e))?;
+            let line = line.map_err(|e| Error::system("read stdin", e))?;
             if line.is_empty() {
                 continue;
             }

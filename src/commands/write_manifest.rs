@@ -108,16 +108,23 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
         if line.trim().is_empty() {
             continue;
         }
-        let mut part: Part = serde_json::from_str(&line)
-            .map_err(|e| Error::failed(format!("stdin line {number}: not a part: {e}")))?;
+        let mut part: Part = serde_json::from_str(&line).map_err(|e| {
+            Error::bad_input(
+                format_args!("stdin line {number}"),
+                format!("not a part: {e}"),
+            )
+        })?;
         part.object.stored_bytes =
             store
                 .object_stored_bytes(&part.object.sha256)?
                 .ok_or_else(|| {
-                    Error::failed(format!(
-                        "stdin line {number}: object {} is not in the store; nothing committed",
-                        part.object.sha256
-                    ))
+                    Error::bad_input(
+                        format_args!("stdin line {number}"),
+                        format!(
+                            "object {} is not in the store; nothing committed",
+                            part.object.sha256
+                        ),
+                    )
                 })?;
         parts.push(part);
     }

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::digest::Digest;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result, Status};
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
 use crate::store::Store;
@@ -88,19 +88,9 @@ pub struct Report {
     /// Why it failed, changed or was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-}
-
-impl Report {
-    /// Whether this session makes the run end non-zero.
-    pub fn is_failure(&self) -> bool {
-        self.seeds_failed
-            || match self.action {
-                Action::Failed | Action::Changed => true,
-                // Refused as the contract says, but not a fault: a session that grew since it was
-                // folded is the everyday case, and the line says what to do.
-                Action::NeedsOverwrite | Action::Fold | Action::UpToDate => false,
-            }
-    }
+    /// How this session makes the run end (see the exit status table).
+    #[serde(skip)]
+    pub status: Status,
 }
 
 /// Fold one session. Never returns an error: failures are in the report, so that one bad file
@@ -122,10 +112,12 @@ pub fn fold_session(
         seed_records: None,
         seeds_failed: false,
         note: None,
+        status: Status::Success,
     };
     if let Err(e) = fold_into(store, found, options, encoder, &mut report) {
         report.action = Action::Failed;
         report.note = Some(e.to_string());
+        report.status = e.status();
     }
     report
 }
@@ -165,6 +157,7 @@ fn fold_into(
         report.note = Some(format!(
             "the source changed while it was read ({change}); nothing committed"
         ));
+        report.status = Status::Refused;
         return Ok(());
     }
     report.action = Action::Fold;
@@ -173,19 +166,21 @@ fn fold_into(
     if options.apply
         && let Err(e) = store.commit_manifest(&manifest, options.overwrite)
     {
+        // Another fold of the same session committed first: same bytes, no harm.
+        let Cause::ManifestExists { .. } = e.cause() else {
+            return Err(e);
+        };
         verified = false;
-        // Another fold of the same session may have committed first: same bytes, no harm.
         match existing_manifest(store, id, false)? {
-            Some(theirs) if !options.overwrite && theirs.source == manifest.source => {
+            Some(theirs) if theirs.source == manifest.source => {
                 report.action = Action::UpToDate;
             }
-            Some(_) if !options.overwrite => {
+            _ => {
                 report.action = Action::NeedsOverwrite;
                 report.note =
                     Some("folded meanwhile with other bytes; --overwrite replaces it".into());
                 return Ok(());
             }
-            _ => return Err(e),
         }
     }
     // Seeds are defined for agent sessions; any other JSONL file is folded without them.
@@ -197,6 +192,7 @@ fn fold_into(
             Err(e) => {
                 report.seeds_failed = true;
                 report.note = Some(format!("folded, but its seed index failed: {e}"));
+                report.status = e.status();
             }
         }
     }
@@ -301,9 +297,7 @@ fn remove_source(
             .map_err(|e| e.context("reconstruction failed; the source is kept"))?;
     }
     if let Some(change) = before.change(&Stamp::of(&found.path)?) {
-        return Err(Error::failed(format!(
-            "the source changed ({change}); it is kept"
-        )));
+        return Err(Error::session_changed("the source", change).context("it is kept"));
     }
     crate::store::remove_if_present(&found.path)?;
     crate::store::atomic::sync_parent(&found.path)?;

@@ -105,16 +105,16 @@ impl Ledger<'_> {
             entries.push(entry);
         }
         let Some(format) = format else {
-            return Err(Error::failed(format!(
-                "{}: not a session ledger (no JSON lines)",
-                source.describe()
-            )));
+            return Err(Error::bad_input(
+                source.describe(),
+                "not a session ledger (no JSON lines)",
+            ));
         };
         let session_id = session_id.ok_or_else(|| {
-            Error::failed(format!(
-                "{}: no session id in its first line (not a Pi or Codex session)",
-                source.describe()
-            ))
+            Error::bad_input(
+                source.describe(),
+                "no session id in its first line (not a Pi or Codex session)",
+            )
         })?;
         Ok(Ledger {
             source,
@@ -187,10 +187,7 @@ impl Ledger<'_> {
             index += 1;
         }
         if index != self.entries.len() {
-            return Err(Error::failed(format!(
-                "{} shrank while it was read",
-                self.source.describe()
-            )));
+            return Err(Error::session_changed(self.source.describe(), "it shrank"));
         }
         Ok(())
     }

@@ -53,7 +53,10 @@ fn failure(what: &str, output: &Output) -> Error {
         .status
         .code()
         .map_or_else(|| "a signal".to_string(), |c| c.to_string());
-    Error::failed(format!("{what}: git exited with {status}: {said}"))
+    Error::system(
+        what,
+        std::io::Error::other(format!("git exited with {status}: {said}")),
+    )
 }
 
 /// A configured remote.

@@ -198,7 +198,7 @@ impl<'a> Planner<'a> {
                 _ => None,
             }
             .ok_or_else(|| {
-                Error::failed(format!("unexpected file dictionaries/{}", rel.join("/")))
+                Error::corrupt(format!("unexpected file dictionaries/{}", rel.join("/")))
             })?;
             // Staged already: one of the store's own.
             if plan.staged.object_stored_bytes(&digest)?.is_some() {
@@ -217,7 +217,7 @@ impl<'a> Planner<'a> {
                     None => None,
                 };
                 let entry = entry.filter(|e| e.mode.is_blob()).ok_or_else(|| {
-                    Error::failed(format!(
+                    Error::corrupt(format!(
                         "the remote registers zstd dictionary {digest} but does not hold its object"
                     ))
                 })?;
@@ -240,18 +240,18 @@ impl<'a> Planner<'a> {
         // Read without a dictionary: one that needed another to decode could never be found by
         // its id (readers look dictionaries up by reading them).
         if frame_dictionary_id(&path)?.is_some() {
-            return Err(Error::failed(format!(
+            return Err(Error::corrupt(format!(
                 "zstd dictionary {digest} is itself compressed with a dictionary"
             )));
         }
         let bytes = self.staged.read_object_to_vec(digest, None)?;
         let id = zstd::zstd_safe::get_dict_id_from_dict(&bytes).ok_or_else(|| {
-            Error::failed(format!(
+            Error::corrupt(format!(
                 "object {digest} is registered as a zstd dictionary but is not one"
             ))
         })?;
         if let Some(other) = ids.insert(id.get(), *digest) {
-            return Err(Error::failed(format!(
+            return Err(Error::corrupt(format!(
                 "zstd dictionaries {other} and {digest} have the same id {id}"
             )));
         }
@@ -276,7 +276,7 @@ impl<'a> Planner<'a> {
                 _ => None,
             };
             let digest = digest.ok_or_else(|| {
-                Error::failed(format!("unexpected file objects/{}", rel.join("/")))
+                Error::corrupt(format!("unexpected file objects/{}", rel.join("/")))
             })?;
             // Dictionaries are staged and verified already.
             if plan.store.object_stored_bytes(&digest)?.is_some()
@@ -311,7 +311,7 @@ impl<'a> Planner<'a> {
         let id = remote.session.id.clone();
         let what = |e: Error| e.context(format_args!("manifests/{rel_path}"));
         if rel.len() == 1 && id != name {
-            return Err(Error::failed(format!(
+            return Err(Error::corrupt(format!(
                 "manifests/{rel_path} is for session {id:?}"
             )));
         }
@@ -419,7 +419,7 @@ impl<'a> Planner<'a> {
                 let rel: Vec<&str> = at.iter().map(String::as_str).collect();
                 each(self, &rel, &entry)?;
             } else {
-                return Err(Error::failed(format!(
+                return Err(Error::corrupt(format!(
                     "unexpected entry {} in the remote's tree",
                     at.join("/")
                 )));
@@ -455,7 +455,7 @@ fn checked_name(entry: &Entry, at: &[String]) -> Result<String> {
             && !n.chars().any(char::is_control)
     });
     name.map(str::to_string).ok_or_else(|| {
-        Error::failed(format!(
+        Error::corrupt(format!(
             "unsafe name {:?} under {:?} in the remote's tree",
             entry.filename,
             at.join("/")

@@ -49,7 +49,12 @@ pub(crate) trait GitContext<T> {
 
 impl<T, E: Display> GitContext<T> for std::result::Result<T, E> {
     fn git(self, what: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|e| Error::failed(format!("{}: {}", what(), e.to_string().replace('\n', " "))))
+        self.map_err(|e| {
+            Error::system(
+                what(),
+                std::io::Error::other(e.to_string().replace('\n', " ")),
+            )
+        })
     }
 }
 

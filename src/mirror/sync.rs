@@ -102,7 +102,7 @@ fn settle(
 /// then it syncs.
 pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
     if !store.manifest_files()?.is_empty() || store.list_objects()?.next().is_some() {
-        return Err(Error::failed(format!(
+        return Err(Error::refused(format!(
             "{} already holds sessions: add the remote and sync instead",
             store.root().display()
         )));
@@ -114,7 +114,7 @@ pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
         .find(|r| r.name == "origin")
     {
         Some(origin) if origin.url != url => {
-            return Err(Error::failed(format!(
+            return Err(Error::refused(format!(
                 "the mirror already has remote origin at {}",
                 origin.url
             )));

@@ -44,7 +44,7 @@ impl Sources<'_> {
         let (head, digest, bytes) = whole.finish();
         let source = &manifest.source;
         if bytes != source.bytes || digest != source.sha256 {
-            return Err(Error::failed(format!(
+            return Err(Error::corrupt(format!(
                 "reconstruction gives {bytes} bytes with sha256 {digest}, the source had {} bytes with sha256 {}",
                 source.bytes, source.sha256
             )));

@@ -50,7 +50,7 @@ pub fn plans(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<Plan>> {
     let mut plans = Vec::new();
     if let Some(through) = &options.through {
         let Some(end) = ledger.find_entry(&through.entry) else {
-            return Err(Error::failed(format!(
+            return Err(Error::not_found(format!(
                 "--through {}: no such entry in the ledger",
                 through.entry
             )));

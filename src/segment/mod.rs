@@ -88,7 +88,7 @@ impl Settings {
     /// What a reader needs: a compression it can decode.
     pub fn check_readable(&self) -> Result<()> {
         if self.compression != "zstd" {
-            return Err(Error::failed(format!(
+            return Err(Error::usage(format!(
                 "unsupported compression {:?} (ctxfold reads \"zstd\")",
                 self.compression
             )));
@@ -177,7 +177,7 @@ pub fn segment(
     settings.check_writable()?;
     let mut segmenter = Segmenter::new(settings, sink);
     let mut hasher = crate::digest::HashingWriter::new(io::sink());
-    let read_error = |e: io::Error| Error::io(format!("read {what}"), e);
+    let read_error = |e: io::Error| Error::system(format!("read {what}"), e);
     loop {
         let buf = match input.fill_buf() {
             Ok(buf) => buf,

@@ -343,7 +343,7 @@ fn describe(candidate: &Candidate, titles: &CodexTitles) -> Result<Found> {
     };
     let id = id.unwrap_or_else(|| stem.to_string());
     check_session_id(&id)
-        .map_err(|e| Error::failed(format!("{}: {e}; not folded", path.display())))?;
+        .map_err(|e| Error::bad_input(path.display(), format!("{e}; not folded")))?;
     let title = match agent {
         Agent::Codex => titles
             .get(&id)
@@ -375,10 +375,10 @@ fn describe(candidate: &Candidate, titles: &CodexTitles) -> Result<Found> {
 pub fn absolute_utf8(path: &Path) -> Result<String> {
     let absolute = std::path::absolute(path).with_path("resolve", path)?;
     absolute.into_os_string().into_string().map_err(|p| {
-        Error::failed(format!(
-            "{}: a path that is not UTF-8 cannot be recorded in a manifest",
-            Path::new(&p).display()
-        ))
+        Error::bad_input(
+            Path::new(&p).display(),
+            "a path that is not UTF-8 cannot be recorded in a manifest",
+        )
     })
 }
 

@@ -49,10 +49,7 @@ impl Pending {
             Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
                 Ok(Committed::AlreadyThere)
             }
-            Err(e) => Err(Error::io(
-                format!("rename into {}", target.display()),
-                e.error,
-            )),
+            Err(e) => Err(Error::io("rename into", target, e.error)),
         }
     }
 
@@ -66,7 +63,7 @@ impl Pending {
         let outcome = if overwrite {
             self.file
                 .persist(target)
-                .map_err(|e| Error::io(format!("rename into {}", target.display()), e.error))?;
+                .map_err(|e| Error::io("rename into", target, e.error))?;
             Committed::Written
         } else {
             self.commit_unsynced(target)?

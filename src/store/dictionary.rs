@@ -54,7 +54,7 @@ pub fn referenced_dictionary(manifest: &Manifest) -> Option<Digest> {
 /// Train a dictionary of at most `max_size` bytes from samples laid end to end in `data`.
 pub fn train(data: &[u8], sizes: &[usize], max_size: usize) -> Result<Vec<u8>> {
     zstd::dict::from_continuous(data, sizes, max_size).map_err(|e| {
-        Error::failed(format!(
+        Error::refused(format!(
             "zstd could not train a dictionary from {} samples: {e}",
             sizes.len()
         ))
@@ -91,7 +91,7 @@ impl Store {
         match fs::read_to_string(&path) {
             Ok(text) => Digest::parse(text.trim())
                 .map(Some)
-                .ok_or_else(|| Error::failed(format!("{}: not a sha256", path.display()))),
+                .ok_or_else(|| Error::corrupt(format!("{}: not a sha256", path.display()))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_path("read", &path),
         }
@@ -99,12 +99,13 @@ impl Store {
 
     /// Store and register a dictionary; with `make_current`, new objects are written with it.
     pub fn add_dictionary(&self, dictionary: &[u8], make_current: bool) -> Result<Digest> {
-        let id = zstd::zstd_safe::get_dict_id_from_dict(dictionary)
-            .ok_or_else(|| Error::failed("not a zstd dictionary (no dictionary id)"))?;
+        let id = zstd::zstd_safe::get_dict_id_from_dict(dictionary).ok_or_else(|| {
+            Error::bad_input("the dictionary", "not a zstd dictionary (no dictionary id)")
+        })?;
         let digest = Digest::of(dictionary);
         for other in self.dictionaries()? {
             if other != digest && self.dictionary_id(&other)? == id {
-                return Err(Error::failed(format!(
+                return Err(Error::refused(format!(
                     "dictionary {other} already has zstd id {id}; train again for another id"
                 )));
             }
@@ -179,7 +180,10 @@ impl Store {
     /// What a reader checks before trusting a manifest's settings: a dictionary it names is here.
     pub fn check_dictionary(&self, settings: &Settings) -> Result<()> {
         match &settings.dictionary {
-            Some(digest) => self.check_registered(digest),
+            // A manifest that names a dictionary the store lacks cannot be read: corruption.
+            Some(digest) => self
+                .check_registered(digest)
+                .map_err(|e| Error::corrupt(e.without_context())),
             None => Ok(()),
         }
     }
@@ -188,7 +192,7 @@ impl Store {
         if self.dictionaries_dir().join(digest.to_hex()).is_file() {
             Ok(())
         } else {
-            Err(Error::failed(format!(
+            Err(Error::not_found(format!(
                 "zstd dictionary {digest} is not in {}",
                 self.root().display()
             )))
@@ -198,9 +202,7 @@ impl Store {
     fn dictionary_id(&self, digest: &Digest) -> Result<NonZeroU32> {
         let bytes = self.read_object_to_vec(digest, None)?;
         zstd::zstd_safe::get_dict_id_from_dict(&bytes).ok_or_else(|| {
-            Error::failed(format!(
-                "object {digest} is registered as a dictionary but is not one"
-            ))
+            Error::object_corrupt(*digest, "it is registered as a dictionary but is not one")
         })
     }
 
@@ -222,7 +224,7 @@ impl Store {
                 return Ok(found);
             }
         }
-        Err(Error::failed(format!(
+        Err(Error::corrupt(format!(
             "no zstd dictionary with id {id} in {}",
             self.root().display()
         )))

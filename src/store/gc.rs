@@ -19,7 +19,7 @@ use std::time::SystemTime;
 
 use super::Store;
 use crate::digest::Digest;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
 
 /// What a collection removes (or, in a dry run, would).
 #[derive(Debug, Default)]
@@ -41,9 +41,7 @@ pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
     let files = store.manifest_files()?;
     for path in &files {
         let manifest = Store::load_manifest_file(path).map_err(|e| {
-            Error::failed(format!(
-                "{e}; gc removes nothing while a manifest is unreadable (see ctxfold fsck)"
-            ))
+            e.context("gc removes nothing while a manifest is unreadable (see ctxfold fsck)")
         })?;
         roots.extend(manifest.parts.iter().map(|p| p.object.sha256));
         roots.extend(manifest.settings.dictionary);
@@ -90,24 +88,29 @@ pub fn plan(store: &Store, cutoff: SystemTime) -> Result<Plan> {
 }
 
 /// Remove what `plan` lists, checking each object's mtime once more (a writer that does not take
-/// the lock may just have reused it). Returns the objects actually removed and their bytes.
-pub fn apply(store: &Store, plan: &Plan, cutoff: SystemTime) -> Result<(u64, u64)> {
-    let (mut count, mut bytes) = (0, 0);
-    for (digest, size) in &plan.objects {
-        let path = store.object_path(digest);
+/// the lock may just have reused it), and return what was removed: the plan without the objects
+/// found in use since.
+pub fn apply(store: &Store, plan: Plan, cutoff: SystemTime) -> Result<Plan> {
+    let mut done = Plan {
+        referenced: plan.referenced,
+        young: plan.young,
+        ..Plan::default()
+    };
+    for (digest, size) in plan.objects {
+        let path = store.object_path(&digest);
         match stat(&path)? {
             Some(meta) if meta.modified().with_path("stat", &path)? < cutoff => {
-                store.remove_object(digest)?;
-                count += 1;
-                bytes += size;
+                store.remove_object(&digest)?;
+                done.objects.push((digest, size));
             }
-            _ => {}
+            _ => done.young += 1,
         }
     }
-    for temp in &plan.temps {
-        super::remove_if_present(temp)?;
+    for temp in plan.temps {
+        super::remove_if_present(&temp)?;
+        done.temps.push(temp);
     }
-    Ok((count, bytes))
+    Ok(done)
 }
 
 /// Temp files as ctxfold and the reference implementation name them: `.<what>-XXXX.tmp`.

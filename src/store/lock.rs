@@ -38,7 +38,7 @@ impl Store {
             Mode::Shared => FlockOperation::LockShared,
             Mode::Exclusive => FlockOperation::LockExclusive,
         };
-        flock(&file, op).map_err(|e| Error::io(format!("lock {}", path.display()), e.into()))?;
+        flock(&file, op).map_err(|e| Error::io("lock", &path, e.into()))?;
         Ok(StoreLock { _file: file })
     }
 
@@ -52,7 +52,7 @@ impl Store {
         match flock(&file, op) {
             Ok(()) => Ok(Some(StoreLock { _file: file })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
-            Err(e) => Err(Error::io(format!("lock {}", path.display()), e.into())),
+            Err(e) => Err(Error::io("lock", &path, e.into())),
         }
     }
 

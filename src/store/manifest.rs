@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::Store;
 use super::atomic::{Committed, write_file};
 use crate::digest::Digest;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Cause, Error, IoContext, Result};
 use crate::segment::Settings;
 
 pub const VERSION: u64 = 1;
@@ -100,19 +100,24 @@ impl Manifest {
     /// Parse and check a manifest; errors name `what` (usually the file).
     pub fn from_slice(bytes: &[u8], what: &str) -> Result<Self> {
         let invalid =
-            |e: serde_json::Error| Error::failed(format!("{what}: invalid manifest: {e}"));
+            |e: serde_json::Error| Error::manifest_invalid(what, format!("invalid manifest: {e}"));
         let header: Header = serde_json::from_slice(bytes).map_err(invalid)?;
         let version = header.version.as_ref().and_then(|v| v.as_u64());
         let kind = header.kind.as_ref().and_then(|v| v.as_str());
         if version != Some(VERSION) || kind != Some(KIND) {
-            return Err(Error::failed(format!(
-                "{what}: unsupported manifest version {} kind {} (ctxfold reads version 1, kind \"fold-v1\")",
-                shown(&header.version),
-                shown(&header.kind)
-            )));
+            return Err(Error::manifest_invalid(
+                what,
+                format!(
+                    "unsupported manifest version {} kind {} (ctxfold reads version 1, kind \"fold-v1\")",
+                    shown(&header.version),
+                    shown(&header.kind)
+                ),
+            ));
         }
         let manifest: Manifest = serde_json::from_slice(bytes).map_err(invalid)?;
-        manifest.check().map_err(|e| e.context(what))?;
+        manifest
+            .check()
+            .map_err(|e| Error::manifest_invalid(what, e.without_context()))?;
         Ok(manifest)
     }
 
@@ -123,17 +128,19 @@ impl Manifest {
         out
     }
 
-    /// What every manifest must satisfy whoever wrote it.
+    /// What every manifest must satisfy whoever wrote it. The error says why, without naming the
+    /// manifest (callers do: a stored one is corrupt, one being committed is refused).
     pub fn check(&self) -> Result<()> {
-        super::check_session_id(&self.session.id).map_err(|e| Error::failed(e.to_string()))?;
+        super::check_session_id(&self.session.id)
+            .map_err(|e| Error::corrupt(e.without_context()))?;
         self.settings.check_readable()?;
         let total = self
             .parts
             .iter()
             .try_fold(0u64, |sum, p| sum.checked_add(p.object.raw_bytes))
-            .ok_or_else(|| Error::failed("part sizes overflow"))?;
+            .ok_or_else(|| Error::corrupt("part sizes overflow"))?;
         if total != self.source.bytes {
-            return Err(Error::failed(format!(
+            return Err(Error::corrupt(format!(
                 "parts add up to {total} bytes but the source has {}",
                 self.source.bytes
             )));
@@ -155,7 +162,7 @@ impl Store {
         let path = self.manifest_path(id);
         match fs::read(&path) {
             Ok(bytes) => Manifest::from_slice(&bytes, &path.display().to_string()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::failed(format!(
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::not_found(format!(
                 "no folded session {id:?} in {}",
                 self.root().display()
             ))),
@@ -179,21 +186,24 @@ impl Store {
     pub fn commit_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<()> {
         let id = &manifest.session.id;
         self.try_commit_manifest(manifest, overwrite)
-            .map_err(|e| e.context(format_args!("session {id:?} not committed")))
+            .map_err(|e| match e.cause() {
+                Cause::ManifestExists { .. } => e,
+                _ => e.context(format_args!("session {id:?} not committed")),
+            })
     }
 
     fn try_commit_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<()> {
-        manifest.check()?;
+        // The caller built this manifest: one that fails the checks is bad input, not corruption.
+        manifest
+            .check()
+            .map_err(|e| Error::refused(e.without_context()))?;
         let target = self.manifest_path(&manifest.session.id);
         if !overwrite && target.exists() {
-            return Err(exists());
+            return Err(Error::manifest_exists(&manifest.session.id));
         }
         for part in &manifest.parts {
             if self.object_stored_bytes(&part.object.sha256)?.is_none() {
-                return Err(Error::failed(format!(
-                    "object {} is missing",
-                    part.object.sha256
-                )));
+                return Err(Error::object_missing(part.object.sha256));
             }
         }
         self.sync()?;
@@ -206,7 +216,7 @@ impl Store {
             overwrite,
         )? {
             Committed::Written => Ok(()),
-            Committed::AlreadyThere => Err(exists()),
+            Committed::AlreadyThere => Err(Error::manifest_exists(&manifest.session.id)),
         }
     }
 
@@ -236,10 +246,6 @@ impl Store {
         found.sort();
         Ok(found)
     }
-}
-
-fn exists() -> Error {
-    Error::failed("it is already folded (use --overwrite to replace it)")
 }
 
 #[cfg(test)]

@@ -60,8 +60,23 @@ impl Store {
     /// Open an existing store for reading.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let store = Self::at(root);
-        if !store.manifests_dir().is_dir() && !store.objects_dir().is_dir() {
-            return Err(Error::failed(format!(
+        let mut found = false;
+        for dir in [store.manifests_dir(), store.objects_dir()] {
+            match fs::metadata(&dir) {
+                Ok(meta) if meta.is_dir() => found = true,
+                Ok(_) => return Err(not_a_directory(&dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                // Permission denied says so, with the path: never "not a store".
+                Err(e) => return Err(Error::io("open store", &dir, e)),
+            }
+        }
+        if !found {
+            if let Ok(meta) = fs::metadata(&store.root)
+                && !meta.is_dir()
+            {
+                return Err(not_a_directory(&store.root));
+            }
+            return Err(Error::not_found(format!(
                 "{}: not a ctxfold store yet (no manifests/ or objects/; ctxfold fold --apply creates one)",
                 store.root.display()
             )));
@@ -123,7 +138,17 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
         .recursive(true)
         .mode(DIR_MODE)
         .create(dir)
-        .with_path("create directory", dir)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
+                not_a_directory(dir)
+            }
+            _ => Error::io("create directory", dir, e),
+        })
+}
+
+/// A path that must be a folder and is something else (a file where a store should be).
+fn not_a_directory(path: &Path) -> Error {
+    Error::refused(format!("{}: exists and is not a directory", path.display()))
 }
 
 /// A session id becomes a file name, so it must be a plain one: not empty, no `/`, `\` or NUL, no

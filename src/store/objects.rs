@@ -167,7 +167,7 @@ impl Store {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io(format!("read {what}"), e)),
+                Err(e) => return Err(Error::system(format!("read {what}"), e)),
             };
             hashing.write_all(&buf[..n]).with_path("write", &temp)?;
         }
@@ -227,7 +227,7 @@ impl Store {
     pub fn sync(&self) -> Result<()> {
         let dir = File::open(self.objects_dir()).with_path("open", &self.objects_dir())?;
         rustix::fs::syncfs(&dir)
-            .map_err(|e| Error::io(format!("sync {}", self.root().display()), e.into()))
+            .map_err(|e| Error::io("sync the filesystem of", self.root(), e.into()))
     }
 
     /// Stream an object's raw bytes into `out`, checking them against its name and, when given,
@@ -246,7 +246,7 @@ impl Store {
         let file = match File::open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(Error::failed(format!("object {digest} is missing")));
+                return Err(Error::object_missing(*digest));
             }
             Err(e) => return Err(e).with_path("open object", &path),
         };
@@ -277,10 +277,13 @@ impl Store {
                     let mut context = zstd::zstd_safe::DCtx::create();
                     if let Some((_, bytes)) = &dictionary {
                         context.load_dictionary(bytes).map_err(|code| {
-                            Error::failed(format!(
-                                "object {digest}: zstd dictionary: {}",
-                                zstd::zstd_safe::get_error_name(code)
-                            ))
+                            Error::object_corrupt(
+                                *digest,
+                                format!(
+                                    "zstd dictionary: {}",
+                                    zstd::zstd_safe::get_error_name(code)
+                                ),
+                            )
                         })?;
                     }
                     e.insert(context)
@@ -292,20 +295,23 @@ impl Store {
         let (_, actual, bytes) = sink.finish();
         if let Some(expected) = expected {
             if bytes > expected {
-                return Err(Error::failed(format!(
-                    "object {digest} is corrupt: it inflates past its recorded size of {expected} bytes"
-                )));
+                return Err(Error::object_corrupt(
+                    *digest,
+                    format!("it inflates past its recorded size of {expected} bytes"),
+                ));
             }
             if bytes != expected {
-                return Err(Error::failed(format!(
-                    "object {digest} is corrupt: it holds {bytes} bytes, {expected} were recorded"
-                )));
+                return Err(Error::object_corrupt(
+                    *digest,
+                    format!("it holds {bytes} bytes, {expected} were recorded"),
+                ));
             }
         }
         if actual != *digest {
-            return Err(Error::failed(format!(
-                "object {digest} is corrupt: its bytes hash to {actual}"
-            )));
+            return Err(Error::object_corrupt(
+                *digest,
+                format!("its bytes hash to {actual}"),
+            ));
         }
         Ok(bytes)
     }
@@ -363,19 +369,20 @@ thread_local! {
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
-fn copy_object(mut from: impl Read, to: &mut impl Write, digest: &Digest) -> Result<()> {
+fn copy_object(
+    mut from: impl Read,
+    to: &mut HashingWriter<&mut dyn Write>,
+    digest: &Digest,
+) -> Result<()> {
     let mut buf = [0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(Error::failed(format!("object {digest} is corrupt: {e}")));
-            }
+            Err(e) => return Err(Error::object_corrupt(*digest, e.to_string())),
         };
-        to.write_all(&buf[..n])
-            .map_err(crate::error::write_failed)?;
+        to.write_all(&buf[..n]).map_err(crate::error::sink_failed)?;
     }
 }
 

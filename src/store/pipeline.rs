@@ -105,18 +105,13 @@ impl<F: FnMut(Part) -> Result<()>> ParallelWriter<F> {
             self.wait_one()?;
         }
         for worker in self.workers.drain(..) {
-            worker
-                .join()
-                .map_err(|_| Error::failed("a writer thread panicked"))?;
+            worker.join().map_err(|_| stopped())?;
         }
         Ok(self.stats)
     }
 
     fn wait_one(&mut self) -> Result<()> {
-        let done = self
-            .done
-            .recv()
-            .map_err(|_| Error::failed("the writer threads stopped"))?;
+        let done = self.done.recv().map_err(|_| stopped())?;
         self.accept(done)
     }
 
@@ -141,6 +136,14 @@ impl<F: FnMut(Part) -> Result<()>> ParallelWriter<F> {
         }
         Ok(())
     }
+}
+
+/// A worker died (a bug, not the data's fault).
+fn stopped() -> Error {
+    Error::system(
+        "store parts",
+        std::io::Error::other("a writer thread stopped"),
+    )
 }
 
 /// One worker per core: the caller's thread segments at several times the speed a core compresses.
@@ -190,8 +193,7 @@ impl<F: FnMut(Part) -> Result<()>> PartSink for ParallelWriter<F> {
         self.in_flight += bytes.len();
         self.sent += 1;
         let jobs = self.jobs.as_ref().expect("parts come before finish");
-        jobs.send(job)
-            .map_err(|_| Error::failed("the writer threads stopped"))
+        jobs.send(job).map_err(|_| stopped())
     }
 }
 

@@ -19,7 +19,7 @@ pub fn write_session(store: &Store, manifest: &Manifest, out: &mut dyn Write) ->
     let (_, digest, bytes) = sink.finish();
     let source = &manifest.source;
     if bytes != source.bytes || digest != source.sha256 {
-        return Err(Error::failed(format!(
+        return Err(Error::corrupt(format!(
             "reconstruction gives {bytes} bytes with sha256 {digest}, the source had {} bytes with sha256 {}",
             source.bytes, source.sha256
         )));
@@ -61,7 +61,7 @@ impl<'a> SessionReader<'a> {
                 let (_, digest, bytes) = hasher.finish();
                 let source = &self.manifest.source;
                 if bytes != source.bytes || digest != source.sha256 {
-                    return Err(Error::failed(format!(
+                    return Err(Error::corrupt(format!(
                         "session {:?}: reconstruction gives sha256 {digest}, the source had {}",
                         self.manifest.session.id, source.sha256
                     )));
@@ -93,7 +93,7 @@ impl io::Read for SessionReader<'_> {
             match self.refill() {
                 Ok(true) => {}
                 Ok(false) => return Ok(0),
-                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+                Err(e) => return Err(e.into_io()),
             }
         }
         let n = out.len().min(self.buffer.len() - self.at);
@@ -121,7 +121,7 @@ pub fn restore_file(
     use super::atomic::{Committed, Pending};
     use crate::error::IoContext;
     if !overwrite && target.symlink_metadata().is_ok() {
-        return Err(Error::failed(format!(
+        return Err(Error::refused(format!(
             "{} exists (use --overwrite to replace it)",
             target.display()
         )));
@@ -142,7 +142,7 @@ pub fn restore_file(
     drop(buffered);
     match pending.commit(target, overwrite)? {
         Committed::Written => Ok(()),
-        Committed::AlreadyThere => Err(Error::failed(format!(
+        Committed::AlreadyThere => Err(Error::refused(format!(
             "{} appeared while restoring; left as it is",
             target.display()
         ))),

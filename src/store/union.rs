@@ -26,7 +26,7 @@ pub fn union_lines(tmp_dir: &Path, target: &Path, incoming: &Path) -> Result<usi
     super::create_private_dir(dir)?;
     let dir_handle = File::open(dir).with_path("open", dir)?;
     flock(&dir_handle, FlockOperation::LockExclusive)
-        .map_err(|e| Error::io(format!("lock {}", dir.display()), e.into()))?;
+        .map_err(|e| Error::io("lock", dir, e.into()))?;
 
     let mut seen = HashSet::new();
     let mut pending = Pending::new_in(tmp_dir, ".seed-index-")?;
