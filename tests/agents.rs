@@ -156,7 +156,8 @@ fn fold_plumbing(env: &Env, session: &Session, overwrite: bool) -> Vec<Value> {
 
 fn store_objects(env: &Env) -> HashSet<Digest> {
     Store::at(&env.store)
-        .list_objects()
+        .odb()
+        .list()
         .unwrap()
         .map(|d| d.unwrap())
         .collect()
@@ -303,9 +304,10 @@ fn pi_sessions_fold_restore_and_resume() {
 fn objects_bytes(store: &Path) -> u64 {
     let store = Store::at(store);
     store
-        .list_objects()
+        .odb()
+        .list()
         .unwrap()
-        .map(|d| store.object_stored_bytes(&d.unwrap()).unwrap().unwrap())
+        .map(|d| store.odb().stored_bytes(&d.unwrap()).unwrap().unwrap())
         .sum()
 }
 

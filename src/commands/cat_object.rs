@@ -56,16 +56,17 @@ impl Command for CatObjectArgs {
             ))
         })?;
         let store = self.store.open()?;
-        let size = match store.object_stored_bytes(&digest)? {
+        let size = match store.odb().stored_bytes(&digest)? {
             None if self.exists => return Ok(Status::Negative),
             None => return Err(Error::not_found(format!("object {digest} is missing"))),
-            Some(_) => store.read_object(&digest, None, &mut io::sink())?,
+            Some(_) => store.odb().read(&digest, None, &mut io::sink())?,
         };
         if self.size {
             emit(io.out, size)?;
         } else if self.print {
             store
-                .read_object(&digest, Some(size), io.out)
+                .odb()
+                .read(&digest, Some(size), io.out)
                 .map_err(|e| e.on_target(STDOUT))?;
         }
         Ok(Status::Success)
@@ -86,17 +87,18 @@ fn batch(store: &Store, contents: bool, io: &mut Io<'_>) -> Result<Status> {
         }
         let name = line.trim_end_matches(['\n', '\r']);
         let digest = match Digest::parse(name) {
-            Some(d) if store.object_stored_bytes(&d)?.is_some() => d,
+            Some(d) if store.odb().stored_bytes(&d)?.is_some() => d,
             _ => {
                 emit(io.out, format_args!("{name} missing"))?;
                 continue;
             }
         };
-        let size = store.read_object(&digest, None, &mut io::sink())?;
+        let size = store.odb().read(&digest, None, &mut io::sink())?;
         emit(io.out, format_args!("{digest} blob {size}"))?;
         if contents {
             store
-                .read_object(&digest, Some(size), io.out)
+                .odb()
+                .read(&digest, Some(size), io.out)
                 .map_err(|e| e.on_target(STDOUT))?;
             io.out.write_all(b"\n").map_err(stdout_failed)?;
         }

@@ -97,7 +97,7 @@ impl Command for FoldArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let mut settings = self.settings.settings()?;
         // A bad --level is a usage error before anything is searched, not a failure per session.
-        crate::store::objects::Encoder::new(self.level.level)?;
+        crate::odb::Encoder::new(self.level.level)?;
         let homes = Homes::from_env()?;
         let discovery = discover(&homes, &self.paths);
         for problem in &discovery.problems {
@@ -123,7 +123,7 @@ impl Command for FoldArgs {
             })?),
             false => None,
         };
-        let dictionary = store.current_dictionary_bytes()?;
+        let dictionary = store.odb().current_dictionary_bytes()?;
         settings.dictionary = dictionary.as_ref().map(|(digest, _)| *digest);
         let options = Options {
             apply: self.apply,

@@ -83,7 +83,7 @@ impl Command for HashObjectArgs {
             emit(io.out, digest)?;
         }
         if let Some(store) = &store {
-            store.sync()?;
+            store.odb().sync()?;
         }
         Ok(Status::Success)
     }
@@ -103,7 +103,8 @@ impl Hasher<'_> {
     fn hash(&self, input: &mut dyn Read, path: &Path) -> Result<Digest> {
         match self.store {
             Some(store) => Ok(store
-                .put_object_streaming(input, &path.display().to_string(), self.level)?
+                .odb()
+                .put_streaming(input, &path.display().to_string(), self.level)?
                 .0),
             None => Ok(hash_reader(input).with_path("read", path)?.0),
         }

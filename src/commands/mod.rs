@@ -96,6 +96,6 @@ impl SettingsArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LevelArgs {
     /// zstd level for new objects
-    #[arg(long, value_name = "N", default_value_t = crate::store::objects::DEFAULT_LEVEL, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", default_value_t = crate::odb::DEFAULT_LEVEL, allow_negative_numbers = true)]
     pub level: i32,
 }

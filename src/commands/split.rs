@@ -73,13 +73,13 @@ impl Command for SplitArgs {
         let store = self.store.init()?;
         let _lock = store.lock(LockMode::Shared, || ())?;
         // New objects are hashed and compressed on worker threads while this one reads.
-        let (encoder, _dictionary) = store.encoder(self.level.level)?;
+        let (encoder, _dictionary) = store.odb().encoder(self.level.level)?;
         let mut writer = ParallelWriter::new(&store, &encoder, default_workers(), |part| {
             print_line(out, &part)
         })?;
         segment(&settings, &mut input, &what, &mut writer)?;
         writer.finish()?;
-        store.sync()?;
+        store.odb().sync()?;
         Ok(Status::Success)
     }
 }

@@ -3,8 +3,8 @@
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
+use crate::odb::dictionaries::{DEFAULT_MAX_SIZE, train};
 use crate::store::Store;
-use crate::store::dictionary::{DEFAULT_MAX_SIZE, train};
 use crate::store::lock::Mode;
 
 /// Train a zstd dictionary on the store's objects and write new objects with it
@@ -52,7 +52,7 @@ impl Command for TrainDictArgs {
                         .ok_or_else(|| Error::usage(format!("not a sha256: {name:?}")))?,
                 ),
             };
-            store.set_current_dictionary(digest)?;
+            store.odb().set_current_dictionary(digest)?;
             return Ok(Status::Success);
         }
         let (data, sizes) = samples(&store, self.sample_bytes, self.max_object_bytes)?;
@@ -64,7 +64,7 @@ impl Command for TrainDictArgs {
             )));
         }
         let dictionary = train(&data, &sizes, self.max_size)?;
-        let digest = store.add_dictionary(&dictionary, !self.no_use)?;
+        let digest = store.odb().add_dictionary(&dictionary, !self.no_use)?;
         emit(io.out, digest)?;
         Ok(Status::Success)
     }
@@ -73,20 +73,20 @@ impl Command for TrainDictArgs {
 /// Small objects, read whole and verified, laid end to end up to `budget` bytes. Objects are taken
 /// in name order, which is as good as random and the same on every run over the same store.
 fn samples(store: &Store, budget: u64, max_stored: u64) -> Result<(Vec<u8>, Vec<usize>)> {
-    let dictionaries = store.dictionaries()?;
+    let dictionaries = store.odb().dictionaries()?;
     let mut data = Vec::new();
     let mut sizes = Vec::new();
-    for name in store.list_objects()? {
+    for name in store.odb().list()? {
         let Ok(digest) = name else { continue };
         if data.len() as u64 >= budget || dictionaries.contains(&digest) {
             continue;
         }
-        match store.object_stored_bytes(&digest)? {
+        match store.odb().stored_bytes(&digest)? {
             Some(n) if n <= max_stored => {}
             _ => continue,
         }
         let before = data.len();
-        store.read_object(&digest, None, &mut data)?;
+        store.odb().read(&digest, None, &mut data)?;
         sizes.push(data.len() - before);
     }
     Ok((data, sizes))

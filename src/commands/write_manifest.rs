@@ -67,7 +67,7 @@ impl Command for WriteManifestArgs {
         let _lock = store.lock(Mode::Shared, || ())?;
         let parts = read_parts(&mut *io.stdin, &store)?;
         // The dictionary ctxfold-split --write compressed new objects with.
-        settings.dictionary = store.current_dictionary()?;
+        settings.dictionary = store.odb().current_dictionary()?;
         let (sha256, bytes) =
             hash_reader(crate::input::open(&self.source)?).with_path("read", &self.source)?;
         let manifest = Manifest {
@@ -116,7 +116,8 @@ fn read_parts(input: &mut dyn BufRead, store: &Store) -> Result<Vec<Part>> {
         })?;
         part.object.stored_bytes =
             store
-                .object_stored_bytes(&part.object.sha256)?
+                .odb()
+                .stored_bytes(&part.object.sha256)?
                 .ok_or_else(|| {
                     Error::bad_input(
                         format_args!("stdin line {number}"),

@@ -18,11 +18,11 @@ use serde::Serialize;
 
 use crate::digest::Digest;
 use crate::error::{Cause, Error, Result, Status};
+use crate::odb::Encoder;
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
 use crate::store::Store;
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
-use crate::store::objects::Encoder;
 use crate::store::reconstruct;
 use crate::store::writer::{Mode, PartWriter, WriteStats};
 use compare::{State, compare};
@@ -37,7 +37,7 @@ pub struct Options {
     pub settings: Settings,
     pub level: i32,
     /// The store's current zstd dictionary, which `settings.dictionary` names.
-    pub dictionary: Option<crate::store::dictionary::Named>,
+    pub dictionary: Option<crate::odb::dictionaries::Named>,
     /// Extract the seed index of each session folded (`--apply` without `--no-seeds`).
     pub seeds: bool,
     /// In a dry run, the objects already counted as new by any session of the run.

@@ -166,9 +166,9 @@ impl<'a> Planner<'a> {
     /// that staged objects written with one verify there; returns them by zstd id.
     fn stage_local_dictionaries(&mut self) -> Result<HashMap<u32, Digest>> {
         let mut ids = HashMap::new();
-        for digest in self.store.dictionaries()? {
+        for digest in self.store.odb().dictionaries()? {
             // One this store lost stays lost (fsck reports it); the remote may bring it back.
-            if self.store.object_stored_bytes(&digest)?.is_some() {
+            if self.store.odb().stored_bytes(&digest)?.is_some() {
                 self.link_local_object(&digest)?;
                 self.stage_dictionary(&digest, &mut ids)?;
             }
@@ -201,10 +201,10 @@ impl<'a> Planner<'a> {
                 Error::corrupt(format!("unexpected file dictionaries/{}", rel.join("/")))
             })?;
             // Staged already: one of the store's own.
-            if plan.staged.object_stored_bytes(&digest)?.is_some() {
+            if plan.staged.odb().stored_bytes(&digest)?.is_some() {
                 return Ok(());
             }
-            if plan.store.object_stored_bytes(&digest)?.is_some() {
+            if plan.store.odb().stored_bytes(&digest)?.is_some() {
                 plan.link_local_object(&digest)?;
             } else {
                 let hex = digest.to_hex();
@@ -221,7 +221,7 @@ impl<'a> Planner<'a> {
                         "the remote registers zstd dictionary {digest} but does not hold its object"
                     ))
                 })?;
-                let path = plan.staged.object_path(&digest);
+                let path = plan.staged.odb().loose_path(&digest);
                 create_private_dir(path.parent().expect("object paths have a parent"))?;
                 plan.write_blob(entry.oid, &path)?;
                 staged.push(digest);
@@ -236,7 +236,7 @@ impl<'a> Planner<'a> {
     /// Verify the staged object `digest` as a dictionary whose zstd id no other has, and register
     /// it in staging.
     fn stage_dictionary(&self, digest: &Digest, ids: &mut HashMap<u32, Digest>) -> Result<()> {
-        let path = self.staged.object_path(digest);
+        let path = self.staged.odb().loose_path(digest);
         // Read without a dictionary: one that needed another to decode could never be found by
         // its id (readers look dictionaries up by reading them).
         if frame_dictionary_id(&path)?.is_some() {
@@ -244,7 +244,7 @@ impl<'a> Planner<'a> {
                 "zstd dictionary {digest} is itself compressed with a dictionary"
             )));
         }
-        let bytes = self.staged.read_object_to_vec(digest, None)?;
+        let bytes = self.staged.odb().read_to_vec(digest, None)?;
         let id = zstd::zstd_safe::get_dict_id_from_dict(&bytes).ok_or_else(|| {
             Error::corrupt(format!(
                 "object {digest} is registered as a zstd dictionary but is not one"
@@ -255,14 +255,15 @@ impl<'a> Planner<'a> {
                 "zstd dictionaries {other} and {digest} have the same id {id}"
             )));
         }
-        self.staged.register_dictionary(digest)
+        self.staged.odb().register_dictionary(digest)
     }
 
     /// Make the store's object `digest` readable in staging too (a hard link: nothing is copied).
     fn link_local_object(&self, digest: &Digest) -> Result<()> {
-        let path = self.staged.object_path(digest);
+        let path = self.staged.odb().loose_path(digest);
         create_private_dir(path.parent().expect("object paths have a parent"))?;
-        fs::hard_link(self.store.object_path(digest), &path).with_path("link into staging", &path)
+        fs::hard_link(self.store.odb().loose_path(digest), &path)
+            .with_path("link into staging", &path)
     }
 
     /// Stage and verify every remote object this store lacks.
@@ -279,15 +280,15 @@ impl<'a> Planner<'a> {
                 Error::corrupt(format!("unexpected file objects/{}", rel.join("/")))
             })?;
             // Dictionaries are staged and verified already.
-            if plan.store.object_stored_bytes(&digest)?.is_some()
-                || plan.staged.object_stored_bytes(&digest)?.is_some()
+            if plan.store.odb().stored_bytes(&digest)?.is_some()
+                || plan.staged.odb().stored_bytes(&digest)?.is_some()
             {
                 return Ok(());
             }
-            let path = plan.staged.object_path(&digest);
+            let path = plan.staged.odb().loose_path(&digest);
             create_private_dir(path.parent().expect("object paths have a parent"))?;
             plan.write_blob(entry.oid, &path)?;
-            plan.staged.read_object(&digest, None, &mut io::sink())?;
+            plan.staged.odb().read(&digest, None, &mut io::sink())?;
             staged.push(digest);
             Ok(())
         })
@@ -514,18 +515,18 @@ fn apply(
 ) -> Result<Report> {
     let mut report = Report::default();
     for digest in objects {
-        let target = store.object_path(digest);
+        let target = store.odb().loose_path(digest);
         create_private_dir(target.parent().expect("object paths have a parent"))?;
         // A hard link never replaces: an object that appeared meanwhile is the same bytes.
-        match fs::hard_link(staged.object_path(digest), &target) {
+        match fs::hard_link(staged.odb().loose_path(digest), &target) {
             Ok(()) => report.objects_added += 1,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e).with_path("add object", &target),
         }
     }
-    store.sync()?;
+    store.odb().sync()?;
     for digest in dictionaries {
-        store.register_dictionary(digest)?;
+        store.odb().register_dictionary(digest)?;
         report.dictionaries_added.push(*digest);
     }
     for step in steps {

@@ -101,7 +101,7 @@ fn settle(
 /// Make an empty store a copy of the one at `url`: its mirror gets `url` as remote `origin`,
 /// then it syncs.
 pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
-    if !store.manifest_files()?.is_empty() || store.list_objects()?.next().is_some() {
+    if !store.manifest_files()?.is_empty() || store.odb().list()?.next().is_some() {
         return Err(Error::refused(format!(
             "{} already holds sessions: add the remote and sync instead",
             store.root().display()

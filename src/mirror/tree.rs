@@ -20,8 +20,8 @@ use gix::objs::tree::{Entry, EntryKind};
 
 use super::{GitContext, Mirror};
 use crate::error::{IoContext, Result};
+use crate::odb::dictionaries::CURRENT;
 use crate::store::Store;
-use crate::store::dictionary::CURRENT;
 
 /// The store folders that are mirrored, and whether their files are immutable (a registration is
 /// an empty file named by its dictionary object).

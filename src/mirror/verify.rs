@@ -18,7 +18,7 @@ pub struct Sources<'a> {
 
 impl Sources<'_> {
     fn holder(&self, digest: &Digest) -> Result<&Store> {
-        Ok(if self.staged.object_stored_bytes(digest)?.is_some() {
+        Ok(if self.staged.odb().stored_bytes(digest)?.is_some() {
             self.staged
         } else {
             self.local
@@ -30,7 +30,7 @@ impl Sources<'_> {
     /// first `prefix` bytes (`None` when it is shorter than that).
     pub fn verify(&self, manifest: &Manifest, prefix: u64) -> Result<Option<Digest>> {
         // Staging registers every dictionary the store will have (see `merge`).
-        self.staged.check_dictionary(&manifest.settings)?;
+        self.staged.odb().check_dictionary(&manifest.settings)?;
         let head = PrefixHasher {
             left: prefix,
             hashing: HashingWriter::new(io::sink()),
@@ -39,7 +39,8 @@ impl Sources<'_> {
         for part in &manifest.parts {
             let digest = &part.object.sha256;
             self.holder(digest)?
-                .read_object(digest, Some(part.object.raw_bytes), &mut whole)?;
+                .odb()
+                .read(digest, Some(part.object.raw_bytes), &mut whole)?;
         }
         let (head, digest, bytes) = whole.finish();
         let source = &manifest.source;
@@ -84,9 +85,9 @@ impl Write for PrefixHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::odb::Encoder;
     use crate::segment::Settings;
     use crate::store::manifest::{KIND, ObjectRef, Part, PartKind, Session, Source};
-    use crate::store::objects::Encoder;
 
     /// A manifest of `chunks`, each stored in `store`.
     fn folded(store: &Store, chunks: &[&[u8]]) -> Manifest {
@@ -95,7 +96,7 @@ mod tests {
             .iter()
             .map(|raw| {
                 let sha256 = Digest::of(raw);
-                store.put_object(&sha256, raw, &mut enc).unwrap();
+                store.odb().put(&sha256, raw, &mut enc).unwrap();
                 let object = ObjectRef {
                     sha256,
                     raw_bytes: raw.len() as u64,

@@ -94,7 +94,7 @@ pub fn check(
                 continue;
             }
             if sizes.insert(digest, part.object.raw_bytes).is_none()
-                && store.object_stored_bytes(&digest)?.is_none()
+                && store.odb().stored_bytes(&digest)?.is_none()
             {
                 missing.insert(digest);
             }
@@ -107,17 +107,17 @@ pub fn check(
         }
     }
     // Registered zstd dictionaries are roots too; the registration names the missing one.
-    let dictionaries: HashSet<Digest> = store.dictionaries()?.into_iter().collect();
+    let dictionaries: HashSet<Digest> = store.odb().dictionaries()?.into_iter().collect();
     for digest in &dictionaries {
-        if !sizes.contains_key(digest) && store.object_stored_bytes(digest)?.is_none() {
+        if !sizes.contains_key(digest) && store.odb().stored_bytes(digest)?.is_none() {
             report(Finding::MissingObject {
                 digest: *digest,
-                manifest: store.dictionaries_dir().join(digest.to_hex()),
+                manifest: store.odb().dictionaries_dir().join(digest.to_hex()),
             })?;
         }
     }
     let mut present = Vec::new();
-    for entry in store.list_objects()? {
+    for entry in store.odb().list()? {
         match entry {
             Ok(digest) => present.push(digest),
             Err(path)
@@ -136,7 +136,8 @@ pub fn check(
             |(), digest| {
                 let mut sink = std::io::sink();
                 store
-                    .read_object(digest, sizes.get(digest).copied(), &mut sink)
+                    .odb()
+                    .read(digest, sizes.get(digest).copied(), &mut sink)
                     .err()
                     .map(|e| e.to_string())
             },

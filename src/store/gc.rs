@@ -47,7 +47,7 @@ pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
         roots.extend(manifest.settings.dictionary);
     }
     // Objects, not manifests, decide which dictionaries are still needed (see dictionary.rs).
-    roots.extend(store.dictionaries()?);
+    roots.extend(store.odb().dictionaries()?);
     Ok(roots)
 }
 
@@ -55,14 +55,15 @@ pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
 pub fn plan(store: &Store, cutoff: SystemTime) -> Result<Plan> {
     let roots = roots(store)?;
     let mut plan = Plan::default();
-    for entry in store.list_objects()? {
+    for entry in store.odb().list()? {
         match entry {
             Ok(digest) if roots.contains(&digest) => plan.referenced += 1,
             Ok(digest) => {
-                let path = store.object_path(&digest);
-                let Some(meta) = stat(&path)? else { continue };
-                if meta.modified().with_path("stat", &path)? < cutoff {
-                    plan.objects.push((digest, meta.len()));
+                let Some((modified, size)) = store.odb().modified(&digest)? else {
+                    continue;
+                };
+                if modified < cutoff {
+                    plan.objects.push((digest, size));
                 } else {
                     plan.young += 1;
                 }
@@ -97,10 +98,9 @@ pub fn apply(store: &Store, plan: Plan, cutoff: SystemTime) -> Result<Plan> {
         ..Plan::default()
     };
     for (digest, size) in plan.objects {
-        let path = store.object_path(&digest);
-        match stat(&path)? {
-            Some(meta) if meta.modified().with_path("stat", &path)? < cutoff => {
-                store.remove_object(&digest)?;
+        match store.odb().modified(&digest)? {
+            Some((modified, _)) if modified < cutoff => {
+                store.odb().remove(&digest)?;
                 done.objects.push((digest, size));
             }
             _ => done.young += 1,

@@ -202,11 +202,11 @@ impl Store {
             return Err(Error::manifest_exists(&manifest.session.id));
         }
         for part in &manifest.parts {
-            if self.object_stored_bytes(&part.object.sha256)?.is_none() {
+            if self.odb().stored_bytes(&part.object.sha256)?.is_none() {
                 return Err(Error::object_missing(part.object.sha256));
             }
         }
-        self.sync()?;
+        self.odb().sync()?;
         super::reconstruct::verify(self, manifest)?;
         match write_file(
             &self.tmp_dir(),

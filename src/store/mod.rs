@@ -14,12 +14,10 @@
 //! become parts and `objects`, `manifest`, `reconstruct` for the rest of the engine.
 
 pub mod atomic;
-pub mod dictionary;
 pub mod fsck;
 pub mod gc;
 pub mod lock;
 pub mod manifest;
-pub mod objects;
 pub mod pipeline;
 pub mod reconstruct;
 pub mod union;
@@ -29,10 +27,9 @@ pub mod writer;
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, IoContext, Result};
+use crate::odb::Odb;
 
 /// Directories are created 0700 and files 0600: transcripts hold pasted secrets.
 pub const DIR_MODE: u32 = 0o700;
@@ -40,21 +37,20 @@ pub const DIR_MODE: u32 = 0o700;
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
-    /// zstd dictionaries readers have prepared, by dictionary id (shared by clones).
-    dictionaries: dictionary::Cache,
-    /// Which `objects/<2 hex>/` directories this handle (and its clones) has made sure exist.
-    fans_created: Arc<[AtomicBool; 256]>,
+    odb: Odb,
 }
 
 impl Store {
     /// A handle on a store that may not exist yet; nothing is touched.
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        let fans_created = Arc::new(std::array::from_fn(|_| AtomicBool::new(false)));
-        Self {
-            root: root.into(),
-            dictionaries: dictionary::Cache::default(),
-            fans_created,
-        }
+        let root = root.into();
+        let odb = Odb::at(&root);
+        Self { root, odb }
+    }
+
+    /// The store's objects.
+    pub fn odb(&self) -> &Odb {
+        &self.odb
     }
 
     /// Open an existing store for reading.
@@ -104,7 +100,7 @@ impl Store {
     }
 
     pub fn objects_dir(&self) -> PathBuf {
-        self.root.join("objects")
+        self.odb.loose_dir().to_path_buf()
     }
 
     pub fn manifests_dir(&self) -> PathBuf {

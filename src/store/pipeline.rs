@@ -13,10 +13,10 @@ use std::thread::JoinHandle;
 
 use super::Store;
 use super::manifest::{ObjectRef, Part, PartKind as ManifestKind};
-use super::objects::Encoder;
 use super::writer::WriteStats;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
+use crate::odb::Encoder;
 use crate::segment::{PartKind, PartSink};
 
 /// Enough queued work to keep every worker busy while the reader runs ahead.
@@ -153,7 +153,7 @@ pub fn default_workers() -> usize {
 
 fn store_part(store: &Store, encoder: &mut Encoder, job: &Job) -> Result<(Part, bool)> {
     let sha256 = Digest::of(&job.bytes);
-    let stored = store.put_object(&sha256, &job.bytes, encoder)?;
+    let stored = store.odb().put(&sha256, &job.bytes, encoder)?;
     let object = ObjectRef {
         sha256,
         raw_bytes: job.bytes.len() as u64,
@@ -259,8 +259,8 @@ mod tests {
             input.len() as u64
         );
         assert!(stats.dedup_raw_bytes > 0, "the repeated fields dedupe");
-        let listed: Vec<_> = store.list_objects().unwrap().collect();
-        let expected: Vec<_> = sequential_store.list_objects().unwrap().collect();
+        let listed: Vec<_> = store.odb().list().unwrap().collect();
+        let expected: Vec<_> = sequential_store.odb().list().unwrap().collect();
         assert_eq!(listed, expected);
     }
 

@@ -11,10 +11,12 @@ use crate::error::{Error, Result};
 /// Write the session's bytes to `out`, verifying as they stream. On error, `out` may hold a
 /// prefix: callers that must not expose it write to a temp file.
 pub fn write_session(store: &Store, manifest: &Manifest, out: &mut dyn Write) -> Result<()> {
-    store.check_dictionary(&manifest.settings)?;
+    store.odb().check_dictionary(&manifest.settings)?;
     let mut sink = HashingWriter::new(out);
     for part in &manifest.parts {
-        store.read_object(&part.object.sha256, Some(part.object.raw_bytes), &mut sink)?;
+        store
+            .odb()
+            .read(&part.object.sha256, Some(part.object.raw_bytes), &mut sink)?;
     }
     let (_, digest, bytes) = sink.finish();
     let source = &manifest.source;
@@ -70,12 +72,12 @@ impl<'a> SessionReader<'a> {
             return Ok(false);
         };
         if self.next_part == 0 {
-            self.store.check_dictionary(&self.manifest.settings)?;
+            self.store.odb().check_dictionary(&self.manifest.settings)?;
         }
         self.next_part += 1;
         self.buffer.clear();
         self.at = 0;
-        self.store.read_object(
+        self.store.odb().read(
             &part.object.sha256,
             Some(part.object.raw_bytes),
             &mut self.buffer,

@@ -64,9 +64,9 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
             PartKind::Residual => usage.residual_objects += 1,
         }
     }
-    for digest in store.list_objects()?.flatten() {
+    for digest in store.odb().list()?.flatten() {
         usage.objects += 1;
-        usage.stored_bytes += store.object_stored_bytes(&digest)?.unwrap_or(0);
+        usage.stored_bytes += store.odb().stored_bytes(&digest)?.unwrap_or(0);
         if !kinds.contains_key(&digest) {
             usage.unreferenced_objects += 1;
         }

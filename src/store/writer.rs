@@ -6,9 +6,9 @@ use std::sync::Mutex;
 
 use super::Store;
 use super::manifest::{ObjectRef, Part, PartKind as ManifestKind};
-use super::objects::Encoder;
 use crate::digest::Digest;
 use crate::error::Result;
+use crate::odb::Encoder;
 use crate::segment::{PartKind, PartSink};
 
 pub enum Mode<'a> {
@@ -74,10 +74,10 @@ impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
         let (stored_bytes, created) = match &mut self.mode {
             Mode::HashOnly => (0, false),
             Mode::Write(store, encoder) => {
-                let stored = store.put_object(&sha256, bytes, encoder)?;
+                let stored = store.odb().put(&sha256, bytes, encoder)?;
                 (stored.stored_bytes, stored.created)
             }
-            Mode::DryRun(store, encoder, counted) => match store.object_stored_bytes(&sha256)? {
+            Mode::DryRun(store, encoder, counted) => match store.odb().stored_bytes(&sha256)? {
                 Some(n) => (n, false),
                 None if !counted.lock().expect("never poisoned").insert(sha256) => (0, false),
                 None => (encoder.compressed_len(bytes)?, true),

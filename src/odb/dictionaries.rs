@@ -6,7 +6,7 @@
 //! written with. Every frame written with a dictionary carries the dictionary's zstd id, so a reader
 //! decodes any object whichever manifest led it there: an object written under an older dictionary
 //! and reused by a newer manifest still reads. That is why every registered dictionary is a gc root
-//! ([`Store::dictionaries`]): objects, not manifests, decide which dictionaries are still needed.
+//! ([`Odb::dictionaries`]): objects, not manifests, decide which dictionaries are still needed.
 //! A manifest names the dictionary its new objects were written with (`settings.dictionary`), and
 //! readers refuse a manifest naming a dictionary the store does not have.
 
@@ -18,13 +18,12 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::Store;
-use super::atomic::write_file;
-use super::manifest::Manifest;
-use super::objects::Encoder;
+use super::{Encoder, Odb};
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
 use crate::segment::Settings;
+use crate::store::atomic::write_file;
+use crate::store::{create_private_dir, remove_if_present};
 
 /// zstd's default dictionary size, a good trade for objects of a few KiB.
 pub const DEFAULT_MAX_SIZE: usize = 112_640;
@@ -45,12 +44,6 @@ impl fmt::Debug for Cache {
     }
 }
 
-/// The dictionary a manifest's new objects were written with: a gc root while the manifest lives
-/// (every registered dictionary is one anyway, see the module comment).
-pub fn referenced_dictionary(manifest: &Manifest) -> Option<Digest> {
-    manifest.settings.dictionary
-}
-
 /// Train a dictionary of at most `max_size` bytes from samples laid end to end in `data`.
 pub fn train(data: &[u8], sizes: &[usize], max_size: usize) -> Result<Vec<u8>> {
     zstd::dict::from_continuous(data, sizes, max_size).map_err(|e| {
@@ -61,9 +54,9 @@ pub fn train(data: &[u8], sizes: &[usize], max_size: usize) -> Result<Vec<u8>> {
     })
 }
 
-impl Store {
+impl Odb {
     pub fn dictionaries_dir(&self) -> PathBuf {
-        self.root().join("dictionaries")
+        self.root.join("dictionaries")
     }
 
     /// Every registered dictionary, sorted: all of them are gc roots.
@@ -110,10 +103,10 @@ impl Store {
                 )));
             }
         }
-        self.put_object(
+        self.put(
             &digest,
             dictionary,
-            &mut Encoder::new(super::objects::DEFAULT_LEVEL)?,
+            &mut Encoder::new(super::DEFAULT_LEVEL)?,
         )?;
         self.sync()?;
         self.register_dictionary(&digest)?;
@@ -125,12 +118,12 @@ impl Store {
 
     /// Register the dictionary object `digest` (which the store must hold, durably).
     pub fn register_dictionary(&self, digest: &Digest) -> Result<()> {
-        super::create_private_dir(&self.dictionaries_dir())?;
-        super::create_private_dir(&self.tmp_dir())?;
+        create_private_dir(&self.dictionaries_dir())?;
+        create_private_dir(&self.root.join("tmp"))?;
         let marker = self.dictionaries_dir().join(digest.to_hex());
         // Durable and private like every store file: losing it would strand every object written
         // with the dictionary. An existing registration is the same empty file.
-        write_file(&self.tmp_dir(), ".dictionary-", &marker, b"", false)?;
+        write_file(&self.root.join("tmp"), ".dictionary-", &marker, b"", false)?;
         Ok(())
     }
 
@@ -138,11 +131,11 @@ impl Store {
     pub fn set_current_dictionary(&self, dictionary: Option<Digest>) -> Result<()> {
         let path = self.dictionaries_dir().join(CURRENT);
         match dictionary {
-            None => super::remove_if_present(&path),
+            None => remove_if_present(&path),
             Some(digest) => {
                 self.check_registered(&digest)?;
                 write_file(
-                    &self.tmp_dir(),
+                    &self.root.join("tmp"),
                     ".dictionary-",
                     &path,
                     format!("{digest}\n").as_bytes(),
@@ -169,10 +162,7 @@ impl Store {
             None => Ok(None),
             Some(digest) => {
                 self.check_registered(&digest)?;
-                Ok(Some((
-                    digest,
-                    self.read_object_to_vec(&digest, None)?.into(),
-                )))
+                Ok(Some((digest, self.read_to_vec(&digest, None)?.into())))
             }
         }
     }
@@ -194,13 +184,13 @@ impl Store {
         } else {
             Err(Error::not_found(format!(
                 "zstd dictionary {digest} is not in {}",
-                self.root().display()
+                self.root.display()
             )))
         }
     }
 
     fn dictionary_id(&self, digest: &Digest) -> Result<NonZeroU32> {
-        let bytes = self.read_object_to_vec(digest, None)?;
+        let bytes = self.read_to_vec(digest, None)?;
         zstd::zstd_safe::get_dict_id_from_dict(&bytes).ok_or_else(|| {
             Error::object_corrupt(*digest, "it is registered as a dictionary but is not one")
         })
@@ -217,7 +207,7 @@ impl Store {
             return Ok(found.clone());
         }
         for digest in self.dictionaries()? {
-            let bytes = self.read_object_to_vec(&digest, None)?;
+            let bytes = self.read_to_vec(&digest, None)?;
             if zstd::zstd_safe::get_dict_id_from_dict(&bytes) == Some(id) {
                 let found = (digest, Arc::<[u8]>::from(bytes));
                 cache.insert(id.get(), found.clone());
@@ -226,7 +216,7 @@ impl Store {
         }
         Err(Error::corrupt(format!(
             "no zstd dictionary with id {id} in {}",
-            self.root().display()
+            self.root.display()
         )))
     }
 }
@@ -252,7 +242,8 @@ mod tests {
     #[test]
     fn objects_written_with_a_dictionary_read_back_and_name_it() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(dir.path().join("s")).unwrap();
+        let store = crate::store::Store::init(dir.path().join("s")).unwrap();
+        let store = store.odb();
         let (data, sizes) = samples();
         let dictionary = train(&data, &sizes, 4096).unwrap();
         let digest = store.add_dictionary(&dictionary, true).unwrap();
@@ -261,25 +252,17 @@ mod tests {
         assert_eq!(named, Some(digest));
         let raw = b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\",\"n\":77,\"text\":\"the quick brown fox 3\"}}\n";
         let d = Digest::of(raw);
-        let with = store.put_object(&d, raw, &mut encoder).unwrap();
+        let with = store.put(&d, raw, &mut encoder).unwrap();
         assert!(
             with.stored_bytes < encoder_len_without(raw),
             "the dictionary should help"
         );
         // A fresh handle (empty cache) finds the dictionary by the id in the frame.
-        let reader = Store::open(store.root()).unwrap();
-        assert_eq!(
-            reader
-                .read_object_to_vec(&d, Some(raw.len() as u64))
-                .unwrap(),
-            raw
-        );
+        let reader = Odb::at(&store.root);
+        assert_eq!(reader.read_to_vec(&d, Some(raw.len() as u64)).unwrap(), raw);
         // Without its registration the object cannot be read, and says why.
         fs::remove_file(store.dictionaries_dir().join(digest.to_hex())).unwrap();
-        let err = Store::open(store.root())
-            .unwrap()
-            .read_object_to_vec(&d, None)
-            .unwrap_err();
+        let err = Odb::at(&store.root).read_to_vec(&d, None).unwrap_err();
         assert!(
             err.to_string().contains("no zstd dictionary with id"),
             "{err}"
@@ -304,7 +287,8 @@ mod tests {
     #[test]
     fn the_current_dictionary_can_be_switched_off_and_must_be_registered() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(dir.path().join("s")).unwrap();
+        let store = crate::store::Store::init(dir.path().join("s")).unwrap();
+        let store = store.odb();
         assert_eq!(store.current_dictionary().unwrap(), None);
         assert!(
             store
