@@ -13,6 +13,7 @@ pub mod fold;
 pub mod input;
 pub mod ledger;
 pub mod mirror;
+pub mod odb;
 pub mod parallel;
 pub mod seeds;
 pub mod segment;
