@@ -5,7 +5,9 @@
 //! (beyond a folder-name constant each), of manifests, sessions or locks, nor of how gc and fsck
 //! decide what to keep: the store wires them in.
 
+pub mod codexfold;
 pub mod dictionary;
+mod extent;
 pub mod pack;
 
 use crate::digest::Digest;

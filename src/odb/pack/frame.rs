@@ -16,6 +16,7 @@ use super::corrupt_block;
 use super::format::BlockRecord;
 use crate::error::{Error, IoContext, Result};
 use crate::odb::dictionary::{Dictionaries, Prepared};
+use crate::odb::extent::Extent;
 
 /// A compressor for blocks at `level`, with `dictionary` if any.
 pub fn compressor(
@@ -121,11 +122,7 @@ pub fn stream_block<T>(
     file.read_exact_at(&mut head, block.pack_offset)
         .with_path("read", pack)?;
     let dictionary = dictionary_of(&head, dictionaries).map_err(|e| bad(e.to_string()))?;
-    let input = BufReader::new(Extent {
-        file,
-        at: block.pack_offset,
-        end: block.pack_offset + block.stored_bytes,
-    });
+    let input = BufReader::new(Extent::new(file, block.pack_offset, block.stored_bytes));
     let decoder = match &dictionary {
         Some(dictionary) => {
             zstd::stream::read::Decoder::with_prepared_dictionary(input, dictionary)
@@ -174,7 +171,7 @@ impl BlockStream<'_, '_> {
             )));
         }
         let input = self.decoder.get_ref();
-        let left = input.buffer().len() as u64 + (input.get_ref().end - input.get_ref().at);
+        let left = input.buffer().len() as u64 + input.get_ref().left();
         if left > 0 {
             return Err(self.bad(format!("{left} stored bytes follow the end of its frame")));
         }
@@ -214,20 +211,4 @@ fn dictionary_of(frame: &[u8], dictionaries: &dyn Dictionaries) -> Result<Option
 
 fn zstd_error(code: usize) -> String {
     format!("zstd: {}", zstd_safe::get_error_name(code))
-}
-
-/// A byte range of a file read with `pread`, so that readers on several threads share one handle.
-struct Extent<'a> {
-    file: &'a File,
-    at: u64,
-    end: u64,
-}
-
-impl Read for Extent<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let want = (self.end - self.at).min(buf.len() as u64) as usize;
-        let n = self.file.read_at(&mut buf[..want], self.at)?;
-        self.at += n as u64;
-        Ok(n)
-    }
 }
