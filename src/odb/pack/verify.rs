@@ -14,6 +14,7 @@ use super::format::PACK_HEADER_LEN;
 use super::frame;
 use super::read::{Block, Pack};
 use crate::digest::{Digest, HashingWriter, hash_reader};
+use crate::error::Error;
 use crate::odb::dictionary::Dictionaries;
 use crate::odb::digest_from_bytes;
 
@@ -26,15 +27,12 @@ pub struct Problem {
     pub block: Option<u32>,
     /// The objects it makes unreadable or untrustworthy.
     pub objects: Vec<Digest>,
+    /// The whole message, naming the file (and the block).
     pub what: String,
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: ", self.file.display())?;
-        if let Some(block) = self.block {
-            write!(f, "block {block}: ")?;
-        }
         f.write_str(&self.what)?;
         match self.objects.as_slice() {
             [] => Ok(()),
@@ -63,7 +61,20 @@ struct Check<'a> {
 }
 
 impl Check<'_> {
-    fn problem(&mut self, file: &Path, block: Option<u32>, objects: Vec<Digest>, what: String) {
+    fn problem(&mut self, file: &Path, block: Option<u32>, objects: Vec<Digest>, why: String) {
+        let what = match block {
+            Some(block) => format!("{}: block {block}: {why}", file.display()),
+            None => format!("{}: {why}", file.display()),
+        };
+        self.push(file, block, objects, what);
+    }
+
+    /// A problem a read reported, in the reader's words (which name the file and block).
+    fn failed(&mut self, file: &Path, block: Option<u32>, objects: Vec<Digest>, error: Error) {
+        self.push(file, block, objects, error.to_string());
+    }
+
+    fn push(&mut self, file: &Path, block: Option<u32>, objects: Vec<Digest>, what: String) {
         self.problems.push(Problem {
             pack: *self.pack.name(),
             file: file.to_path_buf(),
@@ -131,7 +142,7 @@ impl Check<'_> {
             let block = match self.pack.block(number) {
                 Ok(block) => block,
                 Err(e) => {
-                    self.problem(&index_path, Some(number), Vec::new(), e.to_string());
+                    self.failed(&index_path, Some(number), Vec::new(), e);
                     continue;
                 }
             };
@@ -181,10 +192,15 @@ impl Check<'_> {
                         at.offset, at.raw_bytes, at.block
                     );
                     self.problem(&index_path, Some(block.number), vec![at.digest], what);
+                    // Carry on from where this one says it ends, so that one misplaced object
+                    // does not blame every object after it.
+                    if at.block == block.number {
+                        offset = at.offset.saturating_add(at.raw_bytes);
+                    }
                 }
                 Err(e) => {
                     tiled = false;
-                    self.problem(&index_path, Some(block.number), Vec::new(), e.to_string());
+                    self.failed(&index_path, Some(block.number), Vec::new(), e);
                 }
             }
         }
@@ -222,7 +238,7 @@ impl Check<'_> {
         let path = self.pack.path().to_path_buf();
         if let Err(e) = decoded {
             let digests = objects.iter().map(|o| o.digest).collect();
-            self.problem(&path, Some(block.number), digests, e.to_string());
+            self.failed(&path, Some(block.number), digests, e);
         } else if !mismatched.is_empty() {
             let what = "objects' bytes do not match their sha256".to_string();
             self.problem(&path, Some(block.number), mismatched, what);
