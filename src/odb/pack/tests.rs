@@ -497,3 +497,27 @@ fn an_unsorted_index_is_reported() {
         .collect();
     assert!((2..=4).contains(&misplaced.len()), "{misplaced:#?}");
 }
+
+#[test]
+fn many_small_blocks_finishing_out_of_order_are_written_in_order() {
+    let f = fixture();
+    let objects = mixed_objects();
+    let info = write(
+        &f,
+        &objects,
+        PackOptions {
+            block_bytes: 100,
+            threads: 4,
+            ..PackOptions::default()
+        },
+    );
+    assert!(info.blocks > 250, "{info:?}");
+    let pack = Pack::open(&f.packs, &info.name).unwrap();
+    assert_eq!(verify(&pack, &NoDictionaries), Vec::new());
+    for object in &objects {
+        assert_eq!(
+            &read(&pack, &Digest::of(object), &NoDictionaries).unwrap(),
+            object
+        );
+    }
+}
