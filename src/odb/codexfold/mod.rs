@@ -51,7 +51,7 @@ pub struct Generation {
 }
 
 /// The generation folder and its open pack files, as blocks refer to them.
-pub struct GenerationFiles {
+struct GenerationFiles {
     dir: PathBuf,
     packs: Vec<PackFile>,
 }
