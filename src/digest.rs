@@ -18,6 +18,11 @@ impl Digest {
         &self.0
     }
 
+    /// The digest whose raw bytes are `bytes` (as binary tables store them).
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
     pub fn to_hex(&self) -> String {
         self.to_string()
     }

@@ -8,8 +8,12 @@
 //! [`dictionaries`]' job; zstd itself is [`codec`]'s.
 
 pub mod codec;
+pub mod codexfold;
 pub mod dictionaries;
+pub mod dictionary;
+mod extent;
 mod loose;
+pub mod pack;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -136,8 +140,9 @@ impl Odb {
         self.loose.remove(digest)
     }
 
-    /// Where a loose object's file is: for the git mirror, which carries the files as they are.
-    pub(crate) fn loose_path(&self, digest: &Digest) -> PathBuf {
+    /// Where a loose object's file is (for what reports on the loose layout itself: the git
+    /// mirror, which carries the files as they are, and benchmarks).
+    pub fn loose_path(&self, digest: &Digest) -> PathBuf {
         self.loose.path(digest)
     }
 }
