@@ -1,7 +1,7 @@
 //! SHA-256 digests as object names: parsing and printing lowercase hex, hashing bytes and streams.
 
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::str::FromStr;
 
 use sha2::{Digest as _, Sha256};
@@ -129,6 +129,106 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+/// A buffered reader that hashes and counts what is consumed through it, and notes on the way the
+/// sha256 of its first `mark` bytes (a file's folded prefix, say).
+pub struct HashingReader<R> {
+    inner: R,
+    tally: Tally,
+}
+
+/// What a [`HashingReader`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hashed {
+    pub sha256: Digest,
+    pub bytes: u64,
+    /// The sha256 of the first `mark` bytes, when there were that many.
+    pub at_mark: Option<Digest>,
+}
+
+struct Tally {
+    hasher: Sha256,
+    bytes: u64,
+    mark: Option<u64>,
+    at_mark: Option<Digest>,
+}
+
+impl Tally {
+    fn add(&mut self, mut bytes: &[u8]) {
+        if let Some(mark) = self.mark.filter(|&m| m > self.bytes) {
+            let before = (mark - self.bytes).min(bytes.len() as u64) as usize;
+            self.hasher.update(&bytes[..before]);
+            self.bytes += before as u64;
+            bytes = &bytes[before..];
+            self.note_mark();
+        }
+        self.hasher.update(bytes);
+        self.bytes += bytes.len() as u64;
+    }
+
+    fn note_mark(&mut self) {
+        if self.mark == Some(self.bytes) {
+            self.at_mark = Some(Digest(self.hasher.clone().finalize().into()));
+        }
+    }
+}
+
+impl<R: BufRead> HashingReader<R> {
+    pub fn new(inner: R, mark: Option<u64>) -> Self {
+        let mut tally = Tally {
+            hasher: Sha256::new(),
+            bytes: 0,
+            mark,
+            at_mark: None,
+        };
+        tally.note_mark();
+        Self { inner, tally }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.tally.bytes
+    }
+
+    /// The size and sha256 of what was consumed so far.
+    pub fn hashed(&self) -> (u64, Digest) {
+        (
+            self.tally.bytes,
+            Digest(self.tally.hasher.clone().finalize().into()),
+        )
+    }
+
+    pub fn finish(self) -> Hashed {
+        Hashed {
+            sha256: Digest(self.tally.hasher.finalize().into()),
+            bytes: self.tally.bytes,
+            at_mark: self.tally.at_mark,
+        }
+    }
+}
+
+impl<R: BufRead> Read for HashingReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for HashingReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        // A BufRead hands out the same buffered bytes again, without reading, until consumed.
+        if let Ok(buf) = self.inner.fill_buf() {
+            self.tally.add(&buf[..n.min(buf.len())]);
+        }
+        self.inner.consume(n);
+    }
+}
+
 /// The sha256 and length of everything `reader` yields.
 pub fn hash_reader(mut reader: impl Read) -> io::Result<(Digest, u64)> {
     let mut sink = HashingWriter::new(io::sink());
@@ -140,6 +240,29 @@ pub fn hash_reader(mut reader: impl Read) -> io::Result<(Digest, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hashing_reader_hashes_what_is_consumed_and_notes_its_mark() {
+        let data = b"0123456789".repeat(100);
+        for mark in [0, 1, 7, 500, 999, 1000] {
+            let mut reader =
+                HashingReader::new(io::BufReader::with_capacity(7, &data[..]), Some(mark));
+            let mut out = Vec::new();
+            reader.read_to_end(&mut out).unwrap();
+            let hashed = reader.finish();
+            assert_eq!(out, data);
+            assert_eq!(hashed.sha256, Digest::of(&data));
+            assert_eq!(hashed.bytes, 1000);
+            assert_eq!(
+                hashed.at_mark,
+                Some(Digest::of(&data[..mark as usize])),
+                "{mark}"
+            );
+        }
+        let mut reader = HashingReader::new(&data[..10], Some(11));
+        io::copy(&mut reader, &mut io::sink()).unwrap();
+        assert_eq!(reader.finish().at_mark, None);
+    }
 
     #[test]
     fn hex_round_trips_and_rejects_other_spellings() {

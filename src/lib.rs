@@ -14,7 +14,6 @@ pub mod input;
 pub mod ledger;
 pub mod mirror;
 pub mod odb;
-pub mod parallel;
 pub mod seeds;
 pub mod segment;
 pub mod sources;

@@ -159,7 +159,10 @@ fn store_objects(env: &Env) -> HashSet<Digest> {
         .odb()
         .list()
         .unwrap()
-        .map(|d| d.unwrap())
+        .map(|entry| match entry {
+            ctxfold::odb::Listed::Object { digest, .. } => digest,
+            other => panic!("{other:?}"),
+        })
         .collect()
 }
 
@@ -300,15 +303,10 @@ fn pi_sessions_fold_restore_and_resume() {
     plumbing_journey(Kind::Pi);
 }
 
-/// Sum of the sizes of the store's object files.
+/// What the store's objects take: its loose files and packs.
 fn objects_bytes(store: &Path) -> u64 {
-    let store = Store::at(store);
-    store
-        .odb()
-        .list()
-        .unwrap()
-        .map(|d| store.odb().stored_bytes(&d.unwrap()).unwrap().unwrap())
-        .sum()
+    let (usage, _) = ctxfold::store::usage::measure(&Store::at(store)).unwrap();
+    usage.stored_bytes
 }
 
 /// The whole journey through the porcelain of issues 3 and 4.

@@ -8,7 +8,8 @@ use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::{LevelArgs, SettingsArgs};
 use crate::error::Result;
-use crate::fold::{Action, Options, Removal, Report, fold_session};
+use crate::fold::run::fold_all;
+use crate::fold::{Action, Options, Removal, Report};
 use crate::sources::{Discovery, Homes, discover};
 use crate::store::Store;
 use crate::store::lock::Mode as LockMode;
@@ -134,38 +135,41 @@ impl Command for FoldArgs {
             level: self.level.level,
             dictionary,
             seeds: !self.no_seeds,
-            counted: Default::default(),
         };
         let progress = io.progress(
             discovery.sessions.len() as u64,
             "{bar:30} {pos}/{len} sessions {elapsed}",
         );
-        let reports = crate::parallel::map(
-            &discovery.sessions,
-            || None,
-            |encoder, found| fold_session(&store, found, &options, encoder),
-            || progress.inc(1),
-        );
-        progress.finish_and_clear();
-
         let mut totals = Totals::default();
-        for report in &reports {
-            totals.add(report);
-            if self.json {
-                emit(
-                    io.out,
-                    serde_json::to_string(report).expect("reports serialize"),
-                )?;
-            } else {
-                emit(io.out, human_line(report, self.apply))?;
-            }
-        }
-        let mut status = reports
-            .iter()
-            .fold(Status::Success, |s, r| s.worst(r.status));
-        if !discovery.problems.is_empty() {
-            status = status.worst(Status::Refused);
-        }
+        let mut status = match discovery.problems.is_empty() {
+            true => Status::Success,
+            false => Status::Refused,
+        };
+        // Each group's lines as it commits: an interrupted run has said what it committed.
+        fold_all(
+            &store,
+            &discovery.sessions,
+            &options,
+            &|| progress.inc(1),
+            &mut |reports| {
+                progress.suspend(|| -> Result<()> {
+                    for report in &reports {
+                        totals.add(report);
+                        status = status.worst(report.status);
+                        if self.json {
+                            emit(
+                                io.out,
+                                serde_json::to_string(report).expect("reports serialize"),
+                            )?;
+                        } else {
+                            emit(io.out, human_line(report, self.apply))?;
+                        }
+                    }
+                    io.out.flush().map_err(crate::error::stdout_failed)
+                })
+            },
+        )?;
+        progress.finish_and_clear();
         for index in &discovery.seed_indexes {
             let target = store
                 .context_fold_dir()

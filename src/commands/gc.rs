@@ -5,6 +5,10 @@ use std::time::{Duration, SystemTime};
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{Error, Result};
+use std::collections::HashMap;
+
+use crate::digest::Digest;
+use crate::odb::repack::Repacked;
 use crate::store::gc;
 use crate::store::lock::Mode;
 
@@ -38,6 +42,9 @@ pub struct GcArgs {
     /// d or w (`30m`, `2d`)
     #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_age)]
     pub prune: Duration,
+    /// Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly
+    #[arg(long)]
+    pub aggressive: bool,
     #[command(flatten)]
     pub talk: TalkArgs,
     #[command(flatten)]
@@ -80,39 +87,82 @@ impl Command for GcArgs {
         let cutoff = SystemTime::now()
             .checked_sub(self.prune)
             .ok_or_else(|| Error::usage("--prune is too long"))?;
-        let mut plan = gc::plan(&store, cutoff)?;
-        let verb = if self.apply {
-            plan = gc::apply(&store, plan, cutoff)?;
-            "removed"
+        let roots = gc::roots(&store)?;
+        let plan = gc::plan(&store, &roots, cutoff, self.aggressive)?;
+        let options = store.odb().pack_options(self.aggressive)?;
+        let (verb, done) = if self.apply {
+            (
+                "removed",
+                Some(gc::apply(&store, &roots, &plan, cutoff, options)?),
+            )
         } else {
-            "would remove"
+            ("would remove", None)
         };
-        for (digest, size) in &plan.objects {
-            emit(
-                io.out,
-                format_args!("{verb} object {digest} ({})", bytes(*size)),
-            )?;
-        }
-        for temp in &plan.temps {
-            emit(io.out, format_args!("{verb} temp file {}", temp.display()))?;
-        }
-        let freed: u64 = plan.objects.iter().map(|(_, size)| size).sum();
-        emit(
-            io.out,
-            format_args!(
-                "{} unreferenced objects ({}) {verb}, {} temp files; {} objects referenced; {} unreferenced objects younger than --prune kept",
-                plan.objects.len(),
-                bytes(freed),
-                plan.temps.len(),
-                plan.referenced,
-                plan.young,
-            ),
-        )?;
+        report(io, &plan, done.as_ref(), verb)?;
         if !self.apply {
-            io.note("dry run: add --apply to remove.");
+            io.note("dry run: add --apply to remove and repack.");
         }
         Ok(Status::Success)
     }
+}
+
+/// What was done (after --apply: the objects actually dropped, the pack actually written), or what
+/// would be.
+fn report(io: &mut Io<'_>, plan: &gc::Plan, done: Option<&Repacked>, verb: &str) -> Result<()> {
+    let sizes: HashMap<Digest, u64> = plan.dead_loose.iter().copied().collect();
+    let dropped: Vec<Digest> = match done {
+        Some(done) => done.dropped.iter().map(|(d, _)| *d).collect(),
+        None => plan
+            .dead_loose
+            .iter()
+            .map(|(d, _)| *d)
+            .chain(plan.rewrite.iter().flat_map(|r| r.dead.iter().copied()))
+            .collect(),
+    };
+    for digest in &dropped {
+        match sizes.get(digest) {
+            Some(size) => emit(
+                io.out,
+                format_args!("{verb} object {digest} ({})", bytes(*size)),
+            )?,
+            None => emit(io.out, format_args!("{verb} object {digest} (packed)"))?,
+        }
+    }
+    for temp in &plan.temps {
+        emit(io.out, format_args!("{verb} temp file {}", temp.display()))?;
+    }
+    let repacked = match done {
+        Some(done) => match &done.pack {
+            Some(pack) => format!(
+                "repacked {} packs and {} loose objects into pack {} ({} objects, {})",
+                done.removed_packs.len(),
+                done.packed_loose,
+                pack.name,
+                pack.objects,
+                bytes(pack.pack_bytes + pack.index_bytes)
+            ),
+            None => format!(
+                "removed {} packs and {} loose objects, nothing left to pack",
+                done.removed_packs.len(),
+                done.packed_loose
+            ),
+        },
+        None => format!(
+            "would repack {} packs and {} loose objects",
+            plan.rewrite.len(),
+            plan.loose_to_pack
+        ),
+    };
+    emit(
+        io.out,
+        format_args!(
+            "{} unreferenced objects {verb}, {} temp files; {repacked}; {} objects referenced; {} unreferenced objects younger than --prune kept",
+            dropped.len(),
+            plan.temps.len(),
+            plan.referenced,
+            plan.young,
+        ),
+    )
 }
 
 #[cfg(test)]

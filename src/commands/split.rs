@@ -8,7 +8,6 @@ use crate::commands::{LevelArgs, SettingsArgs};
 use crate::error::{Result, stdout_failed};
 use crate::segment::segment;
 use crate::store::lock::Mode as LockMode;
-use crate::store::pipeline::{ParallelWriter, default_workers};
 use crate::store::writer::{Mode, PartWriter};
 
 /// Segment a session file into fold-v1 parts, printed as JSON Lines
@@ -72,14 +71,29 @@ impl Command for SplitArgs {
         }
         let store = self.store.init()?;
         let _lock = store.lock(LockMode::Shared, || ())?;
-        // New objects are hashed and compressed on worker threads while this one reads.
-        let (encoder, _dictionary) = store.odb().encoder(self.level.level)?;
-        let mut writer = ParallelWriter::new(&store, &encoder, default_workers(), |part| {
-            print_line(out, &part)
+        // The fold's writer: new objects go into one pack, its blocks compressed on every core
+        // while this thread reads. The parts are printed once the pack is in place, so that
+        // `ctxfold-write-manifest` reading them finds every object.
+        let odb = store.odb();
+        let mut pack = odb.pack_writer(crate::odb::pack::PackOptions {
+            level: self.level.level,
+            ..odb.pack_options(false)?
         })?;
+        let claimed = Default::default();
+        let mut parts = Vec::new();
+        let mut writer = PartWriter::new(Mode::Pack(odb, &mut pack, &claimed), |part| {
+            parts.push(part);
+            Ok(())
+        });
         segment(&settings, &mut input, &what, &mut writer)?;
-        writer.finish()?;
-        store.odb().sync()?;
+        drop(writer);
+        odb.commit_pack(pack)?;
+        for mut part in parts {
+            if part.object.stored_bytes == 0 {
+                part.object.stored_bytes = odb.stored_bytes(&part.object.sha256)?.unwrap_or(0);
+            }
+            print_line(out, &part)?;
+        }
         Ok(Status::Success)
     }
 }

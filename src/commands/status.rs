@@ -1,5 +1,6 @@
 //! `ctxfold status`: each session found, compared with what the store holds of it.
 
+use rayon::prelude::*;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -56,12 +57,11 @@ impl Command for StatusArgs {
         for problem in &discovery.problems {
             io.warn(problem);
         }
-        let results = crate::parallel::map(
-            &discovery.sessions,
-            || (),
-            |(), found| state_of(&store, found),
-            || (),
-        );
+        let results: Vec<_> = discovery
+            .sessions
+            .par_iter()
+            .map(|found| state_of(&store, found))
+            .collect();
         for (found, result) in discovery.sessions.iter().zip(results) {
             let (state, stamp, folded_bytes) = match result {
                 Ok(r) => r,

@@ -3,6 +3,7 @@
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
+use crate::odb::Listed;
 use crate::odb::dictionaries::{DEFAULT_MAX_SIZE, train};
 use crate::store::Store;
 use crate::store::lock::Mode;
@@ -76,9 +77,12 @@ fn samples(store: &Store, budget: u64, max_stored: u64) -> Result<(Vec<u8>, Vec<
     let dictionaries = store.odb().dictionaries()?;
     let mut data = Vec::new();
     let mut sizes = Vec::new();
-    for name in store.odb().list()? {
-        let Ok(digest) = name else { continue };
-        if data.len() as u64 >= budget || dictionaries.contains(&digest) {
+    let mut seen = std::collections::HashSet::new();
+    for entry in store.odb().list()? {
+        let Listed::Object { digest, .. } = entry else {
+            continue;
+        };
+        if data.len() as u64 >= budget || dictionaries.contains(&digest) || !seen.insert(digest) {
             continue;
         }
         match store.odb().stored_bytes(&digest)? {

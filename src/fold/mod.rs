@@ -1,32 +1,38 @@
-//! Folding one found session into the store, with every rule of fold-v1's "Mutation Safety": a
-//! dry run unless applied, an existing manifest replaced only with `overwrite` (a source whose
-//! sha256 already matches is simply up to date), nothing committed when the source changed while
-//! it was read, and a source removed only after its manifest is committed and a reconstruction from
-//! the store verified (an active one only with `allow_active`).
+//! Folding found sessions into the store, with every rule of fold-v1's "Mutation Safety": a dry
+//! run unless applied, an existing manifest replaced only with `overwrite` (a source whose sha256
+//! already matches is simply up to date), nothing committed when the source changed while it was
+//! read, and a source removed only after its manifest is committed and a reconstruction from the
+//! store verified (an active one only with `allow_active`).
 //!
-//! The source is read once: segmenting it also hashes it. Its stamp (size, mtime, ctime, inode)
-//! is taken before the read and compared just before the commit.
+//! A session is read once: segmenting it also hashes it, and hashing the parts as they are written
+//! is what its manifest is checked against (the contract's "in-memory reconstruction"). A session
+//! that grew since it was folded (its folded bytes are a prefix of the file) is hashed whole but
+//! segmented only from its last folded part on. One whose stamp (size, mtime, ctime, inode) is the
+//! one recorded when it was last found up to date is not read at all ([`stamps`]). This module
+//! decides and prepares one session; [`run`] folds many, committing them in groups.
 
 pub mod compare;
+pub mod run;
 pub mod stamp;
+pub mod stamps;
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::io::BufRead;
 use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::Digest;
-use crate::error::{Cause, Error, Result, Status};
+use crate::digest::{Digest, HashingReader};
+use crate::error::{Error, Result, Status};
 use crate::odb::Encoder;
-use crate::segment::{Settings, segment};
+use crate::segment::{Settings, Summary, segment};
 use crate::sources::Found;
 use crate::store::Store;
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
-use crate::store::reconstruct;
 use crate::store::writer::{Mode, PartWriter, WriteStats};
 use compare::{State, compare};
 use stamp::Stamp;
+use stamps::Stamps;
 
 #[derive(Debug)]
 pub struct Options {
@@ -40,8 +46,6 @@ pub struct Options {
     pub dictionary: Option<crate::odb::dictionaries::Named>,
     /// Extract the seed index of each session folded (`--apply` without `--no-seeds`).
     pub seeds: bool,
-    /// In a dry run, the objects already counted as new by any session of the run.
-    pub counted: Mutex<HashSet<Digest>>,
 }
 
 /// What happened to a session (or, in a dry run, would).
@@ -93,51 +97,100 @@ pub struct Report {
     pub status: Status,
 }
 
-/// Fold one session. Never returns an error: failures are in the report, so that one bad file
-/// does not stop the others. `encoder` is the caller's to keep between sessions (one per thread);
-/// it is created on first use.
-pub fn fold_session(
-    store: &Store,
-    found: &Found,
-    options: &Options,
-    encoder: &mut Option<Encoder>,
-) -> Report {
-    let mut report = Report {
-        id: found.session.id.clone(),
-        path: found.path.display().to_string(),
-        action: Action::Failed,
-        source_bytes: 0,
-        stats: WriteStats::default(),
-        source: Removal::Kept,
-        seed_records: None,
-        seeds_failed: false,
-        note: None,
-        status: Status::Success,
-    };
-    if let Err(e) = fold_into(store, found, options, encoder, &mut report) {
-        report.action = Action::Failed;
-        report.note = Some(e.to_string());
-        report.status = e.status();
+impl Report {
+    fn new(found: &Found) -> Self {
+        Self {
+            id: found.session.id.clone(),
+            path: found.path.display().to_string(),
+            action: Action::Failed,
+            source_bytes: 0,
+            stats: WriteStats::default(),
+            source: Removal::Kept,
+            seed_records: None,
+            seeds_failed: false,
+            note: None,
+            status: Status::Success,
+        }
     }
-    report
+
+    /// Record a failure: the action, the note and the status its error decides.
+    pub fn fail(&mut self, e: &Error) {
+        self.action = Action::Failed;
+        self.note = Some(e.to_string());
+        self.status = self.status.worst(e.status());
+    }
 }
 
-fn fold_into(
+/// A session after its read: what to commit, if anything, and what is needed to finish it.
+pub struct Prepared {
+    pub report: Report,
+    /// The manifest to commit (`Action::Fold` under `--apply`).
+    pub manifest: Option<Manifest>,
+    /// The manifest the store holds and the source matches (`Action::UpToDate`).
+    pub current: Option<Manifest>,
+    /// The source's stamp before it was read.
+    pub stamp: Option<Stamp>,
+}
+
+/// Where a worker puts new objects: a pack being written, or (in a dry run) an encoder to measure
+/// them with. `claimed` holds what the run's other workers hold already.
+pub enum Sink<'a> {
+    Pack(&'a mut crate::odb::pack::PackWriter),
+    Measure(&'a mut Encoder),
+}
+
+/// Read one session and prepare its fold: decide whether it is new, up to date, grown or changed,
+/// and segment what must be stored into `sink`. Never returns an error: failures are in the
+/// report, so that one bad file does not stop the others.
+pub fn prepare(
     store: &Store,
     found: &Found,
     options: &Options,
-    encoder: &mut Option<Encoder>,
-    report: &mut Report,
+    stamps: &Stamps,
+    sink: Sink<'_>,
+    claimed: &Mutex<HashSet<Digest>>,
+) -> Prepared {
+    let mut prepared = Prepared {
+        report: Report::new(found),
+        manifest: None,
+        current: None,
+        stamp: None,
+    };
+    if let Err(e) = prepare_into(store, found, options, stamps, sink, claimed, &mut prepared) {
+        prepared.report.fail(&e);
+        prepared.manifest = None;
+    }
+    prepared
+}
+
+fn prepare_into(
+    store: &Store,
+    found: &Found,
+    options: &Options,
+    stamps: &Stamps,
+    sink: Sink<'_>,
+    claimed: &Mutex<HashSet<Digest>>,
+    prepared: &mut Prepared,
 ) -> Result<()> {
     let path = &found.path;
     let before = Stamp::of(path)?;
-    let id = &found.session.id;
-    if let Some(manifest) = &existing_manifest(store, id, options.overwrite)? {
-        match compare(path, &before, &manifest.source)? {
+    prepared.stamp = Some(before);
+    let report = &mut prepared.report;
+    let existing = existing_manifest(store, &found.session.id, options.overwrite)?;
+    let mut grown_from = None;
+    if let Some(manifest) = existing {
+        let state = if stamps.knows(path, &before, &manifest.source) {
+            State::UpToDate
+        } else {
+            compare(path, &before, &manifest.source)?
+        };
+        match state {
             State::UpToDate => {
                 report.action = Action::UpToDate;
                 report.source_bytes = manifest.source.bytes;
-                return remove_source(store, found, manifest, &before, false, options, report);
+                stamps.record(path, &before, &manifest.source);
+                prepared.current = Some(manifest);
+                return Ok(());
             }
             _ if !options.overwrite => {
                 report.action = Action::NeedsOverwrite;
@@ -146,11 +199,13 @@ fn fold_into(
                     Some("folded earlier with other bytes; --overwrite replaces it".into());
                 return Ok(());
             }
+            State::Grown if manifest.settings.same_segmentation(&options.settings) => {
+                grown_from = Some(manifest);
+            }
             _ => {}
         }
     }
-
-    let manifest = segment_source(store, found, options, encoder, report)?;
+    let manifest = segment_source(store, found, options, sink, claimed, report, grown_from)?;
     test_hook_after_read(path);
     if let Some(change) = before.change(&Stamp::of(path)?) {
         report.action = Action::Changed;
@@ -161,42 +216,8 @@ fn fold_into(
         return Ok(());
     }
     report.action = Action::Fold;
-    // A manifest committed by this run has just had its reconstruction verified from the store.
-    let mut verified = options.apply;
-    if options.apply
-        && let Err(e) = store.commit_manifest(&manifest, options.overwrite)
-    {
-        // Another fold of the same session committed first: same bytes, no harm.
-        let Cause::ManifestExists { .. } = e.cause() else {
-            return Err(e);
-        };
-        verified = false;
-        match existing_manifest(store, id, false)? {
-            Some(theirs) if theirs.source == manifest.source => {
-                report.action = Action::UpToDate;
-            }
-            _ => {
-                report.action = Action::NeedsOverwrite;
-                report.note =
-                    Some("folded meanwhile with other bytes; --overwrite replaces it".into());
-                return Ok(());
-            }
-        }
-    }
-    // Seeds are defined for agent sessions; any other JSONL file is folded without them.
-    let agent = found.agent != crate::sources::Agent::File;
-    if options.apply && options.seeds && agent && report.action == Action::Fold {
-        // From the store, not the source: the index must describe exactly the folded bytes.
-        match crate::seeds::index_folded_session(store, &manifest) {
-            Ok(records) => report.seed_records = Some(records),
-            Err(e) => {
-                report.seeds_failed = true;
-                report.note = Some(format!("folded, but its seed index failed: {e}"));
-                report.status = e.status();
-            }
-        }
-    }
-    remove_source(store, found, &manifest, &before, verified, options, report)
+    prepared.manifest = Some(manifest);
+    Ok(())
 }
 
 /// The session's manifest if there is one. One that cannot be read is an error, unless it is
@@ -212,53 +233,109 @@ fn existing_manifest(store: &Store, id: &str, overwrite: bool) -> Result<Option<
     }
 }
 
-/// Segment the source into objects (stored, or only measured in a dry run) and build its manifest.
+/// Segment the source into `sink` and build its manifest. With `grown_from`, the source's first
+/// bytes are the parts of that manifest but its last (which ended at its end of file, not at a
+/// content-defined cut): those are hashed, not segmented again.
 fn segment_source(
     store: &Store,
     found: &Found,
     options: &Options,
-    encoder: &mut Option<Encoder>,
+    sink: Sink<'_>,
+    claimed: &Mutex<HashSet<Digest>>,
     report: &mut Report,
+    grown_from: Option<Manifest>,
 ) -> Result<Manifest> {
-    let fresh = match encoder.take() {
-        Some(reused) => reused,
-        None => Encoder::for_dictionary(options.level, options.dictionary.as_ref())?,
+    let (mut parts, reused, folded) = match grown_from {
+        Some(mut old) => {
+            old.parts.pop();
+            let bytes: u64 = old.parts.iter().map(|p| p.object.raw_bytes).sum();
+            (old.parts, bytes, Some(old.source))
+        }
+        None => (Vec::new(), 0, None),
     };
-    let mode = if options.apply {
-        Mode::Write(store, fresh)
-    } else {
-        Mode::DryRun(store, fresh, &options.counted)
+    let odb = store.odb();
+    let mode = match sink {
+        Sink::Pack(writer) => Mode::Pack(odb, writer, claimed),
+        Sink::Measure(encoder) => Mode::DryRun(odb, encoder, claimed),
     };
-    let mut parts = Vec::new();
     let mut writer = PartWriter::new(mode, |part| {
         parts.push(part);
         Ok(())
     });
-    let mut input = crate::input::open(&found.path)?;
-    let summary = segment(&options.settings, &mut input, &report.path, &mut writer);
+    let mut input = HashingReader::new(
+        crate::input::open(&found.path)?,
+        folded.map(|source| source.bytes),
+    );
+    skip(&mut input, reused, &report.path)?;
+    let read = segment(&options.settings, &mut input, &report.path, &mut writer);
     report.stats = writer.stats;
-    if let Mode::Write(_, kept) | Mode::DryRun(_, kept, _) = writer.into_mode() {
-        *encoder = Some(kept);
+    let (_, written) = writer.finish();
+    let read = read?;
+    let whole = input.finish();
+    report.source_bytes = whole.bytes;
+    check_parts(&read, &written, &report.path)?;
+    if let Some(folded) = folded
+        && whole.at_mark != Some(folded.sha256)
+    {
+        return Err(Error::session_changed(
+            &report.path,
+            "its folded bytes are no longer its first bytes",
+        ));
     }
-    let summary = summary?;
-    report.source_bytes = summary.bytes;
+    let mut settings = options.settings.clone();
+    settings.dictionary = options.dictionary.as_ref().map(|(digest, _)| *digest);
     Ok(Manifest {
         version: VERSION,
         kind: KIND.into(),
         session: found.session.clone(),
         source: Source {
-            bytes: summary.bytes,
-            sha256: summary.sha256,
+            bytes: whole.bytes,
+            sha256: whole.sha256,
         },
-        settings: options.settings.clone(),
+        settings,
         parts,
     })
 }
 
+/// Consume (and so hash) the first `bytes` of `input` without segmenting them.
+fn skip(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<()> {
+    while bytes > 0 {
+        let buf = input
+            .fill_buf()
+            .map_err(|e| Error::system(format!("read {what}"), e))?;
+        if buf.is_empty() {
+            return Err(Error::session_changed(
+                what,
+                "it is shorter than its folded part",
+            ));
+        }
+        let n = buf.len().min(bytes as usize);
+        input.consume(n);
+        bytes -= n as u64;
+    }
+    Ok(())
+}
+
+/// The contract's check, from the bytes as they were written: the parts handed to the store are,
+/// byte for byte, the bytes read.
+fn check_parts(read: &Summary, written: &Summary, what: &str) -> Result<()> {
+    if read != written {
+        return Err(Error::corrupt(format!(
+            "{what}: the parts written ({} bytes, sha256 {}) are not the bytes read ({} bytes, sha256 {}); nothing committed",
+            written.bytes, written.sha256, read.bytes, read.sha256
+        )));
+    }
+    Ok(())
+}
+
 /// Tests need a source to change between the read and the check. `CTXFOLD_TEST_AFTER_READ` is a
 /// shell command run at that moment with `CTXFOLD_TEST_SOURCE` set to the source's path (as git
-/// has its GIT_TEST_* variables); it is not a user-facing setting.
-fn test_hook_after_read(path: &Path) {
+/// has its GIT_TEST_* variables); debug builds only, never a release.
+#[cfg(not(debug_assertions))]
+fn test_hook_after_read(_: &std::path::Path) {}
+
+#[cfg(debug_assertions)]
+fn test_hook_after_read(path: &std::path::Path) {
     if let Some(command) = std::env::var_os("CTXFOLD_TEST_AFTER_READ").filter(|c| !c.is_empty()) {
         let _ = std::process::Command::new("sh")
             .arg("-c")
@@ -266,41 +343,4 @@ fn test_hook_after_read(path: &Path) {
             .env("CTXFOLD_TEST_SOURCE", path)
             .status();
     }
-}
-
-/// Remove the source when asked, allowed, and safe: the manifest is committed, a reconstruction
-/// from the store verifies (`verified`: this run's commit just checked it; the store lock, held
-/// shared for the whole fold, keeps gc out since), and the file is still the one that was read.
-fn remove_source(
-    store: &Store,
-    found: &Found,
-    manifest: &Manifest,
-    before: &Stamp,
-    verified: bool,
-    options: &Options,
-    report: &mut Report,
-) -> Result<()> {
-    if !options.remove_source {
-        return Ok(());
-    }
-    if !found.session.archived && !options.allow_active {
-        report.source = Removal::KeptActive;
-        report.note = Some("kept: an active session is removed only with --allow-active".into());
-        return Ok(());
-    }
-    if !options.apply {
-        report.source = Removal::WouldRemove;
-        return Ok(());
-    }
-    if !verified {
-        reconstruct::verify(store, manifest)
-            .map_err(|e| e.context("reconstruction failed; the source is kept"))?;
-    }
-    if let Some(change) = before.change(&Stamp::of(&found.path)?) {
-        return Err(Error::session_changed("the source", change).context("it is kept"));
-    }
-    crate::store::remove_if_present(&found.path)?;
-    crate::store::atomic::sync_parent(&found.path)?;
-    report.source = Removal::Removed;
-    Ok(())
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::error::{IoContext, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     pub size: u64,
     mtime_ns: i128,

@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 pub use block::{Block, BlockKind, Call};
-pub use source::{FileSource, Source, StoreSource};
+pub use source::{FileSource, FoldedFile, Source, StoreSource};
 
 use crate::error::{Error, Result};
 use source::Lines;

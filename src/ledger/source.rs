@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
+use crate::digest::HashingReader;
 use crate::error::{IoContext, Result};
 use crate::store::Store;
 use crate::store::manifest::Manifest;
@@ -25,6 +26,63 @@ impl Source for FileSource {
     }
     fn describe(&self) -> String {
         self.0.display().to_string()
+    }
+}
+
+/// A session file that must still hold exactly the bytes a manifest records: reading it spares a
+/// read-back from the store, and the check at its end keeps that honest (a read that ends on other
+/// bytes fails as `SessionChanged`).
+pub struct FoldedFile {
+    pub path: PathBuf,
+    pub source: crate::store::manifest::Source,
+}
+
+impl Source for FoldedFile {
+    fn open(&self) -> Result<Box<dyn BufRead + '_>> {
+        Ok(Box::new(Checked {
+            reader: HashingReader::new(crate::input::open(&self.path)?, None),
+            expected: self.source,
+            what: self.describe(),
+        }))
+    }
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// A reader that fails at its end unless what it read has the expected size and sha256.
+struct Checked<R> {
+    reader: HashingReader<R>,
+    expected: crate::store::manifest::Source,
+    what: String,
+}
+
+impl<R: BufRead> std::io::Read for Checked<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Checked<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        let at_end = self.reader.fill_buf()?.is_empty();
+        let wrong = match at_end {
+            true => self.reader.hashed() != (self.expected.bytes, self.expected.sha256),
+            false => self.reader.bytes() > self.expected.bytes,
+        };
+        if wrong {
+            let why = "it no longer holds the folded bytes";
+            return Err(crate::error::Error::session_changed(&self.what, why).into_io());
+        }
+        self.reader.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.reader.consume(n);
     }
 }
 

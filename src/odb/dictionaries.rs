@@ -18,6 +18,7 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use super::dictionary::{Dictionaries, Prepared};
 use super::{Encoder, Odb};
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
@@ -34,9 +35,11 @@ pub const CURRENT: &str = "CURRENT";
 /// A registered dictionary: its name and bytes.
 pub type Named = (Digest, Arc<[u8]>);
 
-/// Registered dictionaries by zstd dictionary id, shared by a store handle's clones.
+/// Registered dictionaries by zstd dictionary id, shared by a store handle's clones: their bytes
+/// (loose objects load them into a decoding context) and, once a pack block needed it, the
+/// dictionary prepared for decoding.
 #[derive(Clone, Default)]
-pub struct Cache(Arc<Mutex<HashMap<u32, Named>>>);
+pub struct Cache(Arc<Mutex<HashMap<u32, (Named, Option<Prepared>)>>>);
 
 impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -197,20 +200,23 @@ impl Odb {
     }
 
     /// The dictionary a frame names by id, looked up among the registered ones: its name and bytes.
+    ///
+    /// Dictionary objects are never written with a dictionary themselves (see `add_dictionary`,
+    /// and repack keeps them loose), so reading one here never comes back to this lock.
     pub(super) fn decoder_dictionary(&self, id: NonZeroU32) -> Result<Named> {
         let mut cache = self
             .dictionaries
             .0
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = cache.get(&id.get()) {
+        if let Some((found, _)) = cache.get(&id.get()) {
             return Ok(found.clone());
         }
         for digest in self.dictionaries()? {
             let bytes = self.read_to_vec(&digest, None)?;
             if zstd::zstd_safe::get_dict_id_from_dict(&bytes) == Some(id) {
                 let found = (digest, Arc::<[u8]>::from(bytes));
-                cache.insert(id.get(), found.clone());
+                cache.insert(id.get(), (found.clone(), None));
                 return Ok(found);
             }
         }
@@ -218,6 +224,29 @@ impl Odb {
             "no zstd dictionary with id {id} in {}",
             self.root.display()
         )))
+    }
+}
+
+impl Dictionaries for Odb {
+    fn prepared(&self, id: NonZeroU32) -> Result<Prepared> {
+        let (digest, bytes) = self.decoder_dictionary(id)?;
+        let mut cache = self
+            .dictionaries
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = cache
+            .entry(id.get())
+            .or_insert_with(|| ((digest, bytes.clone()), None));
+        if let Some(prepared) = &entry.1 {
+            return Ok(prepared.clone());
+        }
+        let prepared: Prepared = Arc::new(
+            zstd::dict::DecoderDictionary::try_copy(&bytes)
+                .map_err(|e| Error::object_corrupt(digest, format!("zstd dictionary: {e}")))?,
+        );
+        entry.1 = Some(prepared.clone());
+        Ok(prepared)
     }
 }
 

@@ -143,6 +143,11 @@ impl Loose {
         Ok(())
     }
 
+    /// Refresh a present object's mtime (see [`touch`]).
+    pub fn touch(&self, digest: &Digest) -> Result<()> {
+        touch(&self.path(digest)).map(|_| ())
+    }
+
     /// Open an object, or `None` when it is not here.
     pub fn open(&self, digest: &Digest) -> Result<Option<File>> {
         let path = self.path(digest);

@@ -1,11 +1,14 @@
 //! The object database: the one owner of where and how objects live. Nothing else builds an object
 //! path.
 //!
-//! An object is immutable bytes named by their sha256. It lives as a loose file (the Fold V1 layout,
-//! [`loose`]); every read is decoded as a stream, capped at the size its reference records, and
-//! checked against its name. Writers make new objects durable with [`Odb::sync`] before anything
-//! names them. Which dictionaries frames may be written with, and how readers find them, is
-//! [`dictionaries`]' job; zstd itself is [`codec`]'s.
+//! An object is immutable bytes named by their sha256. It lives in one of three places, read in
+//! this order: ctxfold's own packs ([`pack`], many objects per file in solid zstd blocks, the set
+//! of a store's packs being [`packs`]), a loose file (the Fold V1 layout, [`loose`]), or, read-only,
+//! the reference implementation's pack generation (`packs/CURRENT`, [`codexfold`]). Every read is
+//! decoded as a stream, capped at the size its reference records, and checked against its name.
+//! Writers make new objects durable before anything names them: [`Odb::sync`] for loose objects,
+//! [`Odb::commit_pack`] for a pack. Which dictionaries frames may be written with, and how readers
+//! find them, is [`dictionaries`]' job; zstd itself is [`codec`]'s.
 
 pub mod codec;
 pub mod codexfold;
@@ -14,32 +17,80 @@ pub mod dictionary;
 mod extent;
 mod loose;
 pub mod pack;
+pub mod packs;
+pub mod repack;
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use crate::digest::Digest;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 
 pub use codec::{DEFAULT_LEVEL, Encoder};
+use pack::{PackInfo, PackOptions, PackWriter};
+pub use packs::Member;
 
 /// What storing an object did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stored {
-    /// Its size on disk (compressed).
+    /// Its size on disk (compressed; for a packed object, its share of its block).
     pub stored_bytes: u64,
     /// True when this call wrote it; false when it was already in the store.
     pub created: bool,
 }
 
-/// A handle on a store's objects. Cheap to clone; clones share their caches.
-#[derive(Debug, Clone)]
+/// Where an object lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// In the ctxfold pack of this name.
+    Pack(Digest),
+    Loose,
+    /// In the reference implementation's current pack generation.
+    Codexfold,
+}
+
+/// An object found, with what it costs on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    pub place: Place,
+    /// Compressed size (a packed object's share of its block).
+    pub stored_bytes: u64,
+}
+
+/// One entry of [`Odb::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listed {
+    Object {
+        digest: Digest,
+        place: Place,
+    },
+    /// A file among the loose objects that is not named as one (a temp file, or a stray).
+    Stray(PathBuf),
+    /// A pack, or the reference's generation, that does not open or list: its objects are
+    /// unreadable.
+    Broken {
+        what: PathBuf,
+        why: String,
+    },
+}
+
+/// A handle on a store's objects. Cheap to clone; clones share their caches and open packs.
+#[derive(Clone)]
 pub struct Odb {
     root: PathBuf,
     loose: loose::Loose,
+    packs: Arc<packs::PackSet>,
+    codexfold: Arc<OnceLock<std::result::Result<Option<codexfold::Generation>, String>>>,
     dictionaries: dictionaries::Cache,
+}
+
+impl std::fmt::Debug for Odb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Odb({})", self.root.display())
+    }
 }
 
 impl Odb {
@@ -48,6 +99,8 @@ impl Odb {
         Self {
             root: root.to_path_buf(),
             loose: loose::Loose::new(root.join("objects"), root.join("tmp")),
+            packs: Arc::new(packs::PackSet::new(root.join(pack::DIR))),
+            codexfold: Arc::default(),
             dictionaries: dictionaries::Cache::default(),
         }
     }
@@ -57,32 +110,90 @@ impl Odb {
         self.loose.dir()
     }
 
+    /// The folder ctxfold's packs live in.
+    pub fn packs_dir(&self) -> &Path {
+        self.packs.dir()
+    }
+
+    /// Where `digest` is and what it takes on disk, or `None` when the store lacks it. Packs that
+    /// appeared since this handle listed them are not seen (see [`Odb::read`]).
+    pub fn locate(&self, digest: &Digest) -> Result<Option<Found>> {
+        if let Some((member, at)) = self.packs.find(digest)? {
+            let block = member.pack.block(at.block)?;
+            // A packed object's share of its block, rounded up: what `ls` and `stats` add up.
+            let share = (u128::from(block.stored_bytes) * u128::from(at.raw_bytes))
+                .div_ceil(u128::from(block.raw_bytes.max(1))) as u64;
+            return Ok(Some(Found {
+                place: Place::Pack(*member.pack.name()),
+                stored_bytes: share,
+            }));
+        }
+        if let Some(stat) = self.loose.stat(digest)? {
+            return Ok(Some(Found {
+                place: Place::Loose,
+                stored_bytes: stat.stored_bytes,
+            }));
+        }
+        if let Some(generation) = self.codexfold()
+            && generation.find(digest)?.is_some()
+        {
+            return Ok(Some(Found {
+                place: Place::Codexfold,
+                stored_bytes: 0,
+            }));
+        }
+        Ok(None)
+    }
+
     /// The compressed size of a present object, or `None` when it is missing.
     pub fn stored_bytes(&self, digest: &Digest) -> Result<Option<u64>> {
-        Ok(self.loose.stat(digest)?.map(|s| s.stored_bytes))
+        Ok(self.locate(digest)?.map(|f| f.stored_bytes))
     }
 
     pub fn contains(&self, digest: &Digest) -> Result<bool> {
-        Ok(self.stored_bytes(digest)?.is_some())
+        Ok(self.locate(digest)?.is_some())
     }
 
-    /// When an unreferenced object was last written or reused, and its size: what gc decides by.
-    pub fn modified(&self, digest: &Digest) -> Result<Option<(SystemTime, u64)>> {
+    /// A writer about to name `digest` in a manifest without writing it again: where it is, with
+    /// its loose file or its pack touched, so that gc's grace period counts from this use.
+    pub fn reuse(&self, digest: &Digest) -> Result<Option<Found>> {
+        let found = self.locate(digest)?;
+        match found.map(|f| f.place) {
+            Some(Place::Pack(_)) => {
+                if let Some((member, _)) = self.packs.find(digest)? {
+                    member.touch();
+                }
+            }
+            Some(Place::Loose) => self.loose.touch(digest)?,
+            Some(Place::Codexfold) | None => {}
+        }
+        Ok(found)
+    }
+
+    /// When an unreferenced loose object was last written or reused, and its size: what gc
+    /// decides by (a packed object goes by its pack's mtime, see [`Member::modified`]).
+    pub fn loose_modified(&self, digest: &Digest) -> Result<Option<(SystemTime, u64)>> {
         Ok(self
             .loose
             .stat(digest)?
             .map(|s| (s.modified, s.stored_bytes)))
     }
 
-    /// Store `raw`, already hashed to `digest`. An object that is present is not compressed again;
-    /// it is touched instead, so gc's grace period counts from this use. Not durable until
-    /// [`Odb::sync`].
+    /// Store `raw`, already hashed to `digest`, as a loose object. An object that is present
+    /// anywhere is not written again; it is touched instead (see [`Odb::reuse`]). Not durable
+    /// until [`Odb::sync`].
     pub fn put(&self, digest: &Digest, raw: &[u8], encoder: &mut Encoder) -> Result<Stored> {
+        if let Some(found) = self.reuse(digest)? {
+            return Ok(Stored {
+                stored_bytes: found.stored_bytes,
+                created: false,
+            });
+        }
         self.loose.put(digest, raw, encoder)
     }
 
-    /// Store everything `input` yields as one object, streaming: memory stays constant however
-    /// large the input. Returns its name, raw size and what storing did.
+    /// Store everything `input` yields as one loose object, streaming: memory stays constant
+    /// however large the input. Returns its name, raw size and what storing did.
     pub fn put_streaming(
         &self,
         input: &mut dyn Read,
@@ -92,11 +203,68 @@ impl Odb {
         self.loose.put_streaming(input, what, level)
     }
 
-    /// Make every object written so far durable (one `syncfs` rather than an fsync per object).
+    /// Make every loose object written so far durable (one `syncfs` rather than an fsync per
+    /// object).
     pub fn sync(&self) -> Result<()> {
-        let dir = File::open(&self.root).map_err(|e| Error::io("open", &self.root, e))?;
+        let dir = File::open(&self.root).with_path("open", &self.root)?;
         rustix::fs::syncfs(&dir)
             .map_err(|e| Error::io("sync the filesystem of", &self.root, e.into()))
+    }
+
+    /// How new packs are written: the defaults (or `repack --aggressive`'s), with the store's
+    /// current dictionary.
+    pub fn pack_options(&self, aggressive: bool) -> Result<PackOptions> {
+        let base = if aggressive {
+            PackOptions::aggressive()
+        } else {
+            PackOptions::default()
+        };
+        Ok(PackOptions {
+            dictionary: self.current_dictionary_bytes()?.map(|(_, bytes)| bytes),
+            ..base
+        })
+    }
+
+    /// A writer for a new pack; nothing is visible until [`Odb::commit_pack`].
+    pub fn pack_writer(&self, options: PackOptions) -> Result<PackWriter> {
+        let tmp = self.root.join("tmp");
+        crate::store::create_private_dir(&tmp)?;
+        PackWriter::new(&tmp, options)
+    }
+
+    /// Put a written pack in place durably (pack, then index, each fsynced, the folder fsynced) and
+    /// make its objects readable through this handle. Only then may a manifest name them.
+    pub fn commit_pack(&self, writer: PackWriter) -> Result<Option<PackInfo>> {
+        let info = writer.finish(self.packs.dir())?;
+        if let Some(info) = &info {
+            self.packs.add(&info.name)?;
+        }
+        Ok(info)
+    }
+
+    /// Every pack that opened (repack, gc, fsck and stats go through them).
+    pub fn packs(&self) -> Result<Vec<Arc<Member>>> {
+        self.packs.members()
+    }
+
+    /// Remove a pack whose objects are all elsewhere now (repack, gc): its index first, so that a
+    /// crash leaves a pack without an index, which no reader sees and gc removes.
+    pub fn remove_pack(&self, name: &Digest) -> Result<()> {
+        self.packs.forget(name);
+        let dir = self.packs.dir();
+        crate::store::remove_if_present(&pack::index_path(dir, name))?;
+        crate::store::remove_if_present(&pack::pack_path(dir, name))?;
+        crate::store::atomic::sync_parent(&pack::pack_path(dir, name))
+    }
+
+    /// Everything wrong with one pack, each problem naming the pack, the block and the objects.
+    pub fn verify_pack(&self, member: &Member) -> Vec<pack::Problem> {
+        pack::verify(&member.pack, self)
+    }
+
+    /// Everything wrong with the reference's current generation (nothing when there is none).
+    pub fn verify_codexfold(&self) -> Vec<codexfold::Problem> {
+        self.codexfold().map(|g| g.verify()).unwrap_or_default()
     }
 
     /// Stream an object's raw bytes into `out`, checking them against its name and, when given,
@@ -106,8 +274,45 @@ impl Odb {
     /// write into a temp file or buffer and act on the result. Write failures name no target:
     /// callers name it with [`Error::on_target`].
     pub fn read(&self, digest: &Digest, expected: Option<u64>, out: &mut dyn Write) -> Result<u64> {
+        if let Some(n) = self.read_from_packs(digest, expected, out)? {
+            return Ok(n);
+        }
+        if let Some(n) = self.read_loose_if_present(digest, expected, out)? {
+            return Ok(n);
+        }
+        if let Some(generation) = self.codexfold()
+            && generation.find(digest)?.is_some()
+        {
+            return generation.read(digest, expected, out);
+        }
+        // Another process may have packed it since this handle listed the packs.
+        if self.packs.refresh()?
+            && let Some(n) = self.read_from_packs(digest, expected, out)?
+        {
+            return Ok(n);
+        }
+        Err(Error::object_missing(*digest))
+    }
+
+    /// Read the loose copy of an object, whatever other copies exist (fsck checks each).
+    pub fn read_loose(
+        &self,
+        digest: &Digest,
+        expected: Option<u64>,
+        out: &mut dyn Write,
+    ) -> Result<u64> {
+        self.read_loose_if_present(digest, expected, out)?
+            .ok_or_else(|| Error::object_missing(*digest))
+    }
+
+    fn read_loose_if_present(
+        &self,
+        digest: &Digest,
+        expected: Option<u64>,
+        out: &mut dyn Write,
+    ) -> Result<Option<u64>> {
         let Some(file) = self.loose.open(digest)? else {
-            return Err(Error::object_missing(*digest));
+            return Ok(None);
         };
         let (header, id) = self.loose.frame_dictionary(&file)?;
         let dictionary = match id {
@@ -119,6 +324,19 @@ impl Odb {
         };
         self.loose
             .read(digest, header, file, dictionary.as_ref(), expected, out)
+            .map(Some)
+    }
+
+    fn read_from_packs(
+        &self,
+        digest: &Digest,
+        expected: Option<u64>,
+        out: &mut dyn Write,
+    ) -> Result<Option<u64>> {
+        match self.packs.find(digest)? {
+            Some((member, at)) => member.pack.read(&at, expected, out, self).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// An object's raw bytes in memory, verified. Memory grows with what the object really holds,
@@ -129,14 +347,66 @@ impl Odb {
         Ok(bytes)
     }
 
-    /// Every object name. Files under the objects folder that are not objects come back as `Err`
-    /// entries by path (fsck reports them; temp files among them are gc's).
-    pub fn list(&self) -> Result<impl Iterator<Item = std::result::Result<Digest, PathBuf>>> {
-        self.loose.list()
+    /// Every object, in each place it lives (an object both packed and loose is listed twice),
+    /// then what could not be listed. Packs in name order, then loose objects, then the reference's
+    /// generation.
+    pub fn list(&self) -> Result<impl Iterator<Item = Listed> + '_> {
+        let packed = self.packs.members()?.into_iter().flat_map(|member| {
+            let name = *member.pack.name();
+            let what = member.pack.path().to_path_buf();
+            (0..member.pack.object_count()).map(move |nth| {
+                match member.pack.object_in_pack_order(nth) {
+                    Ok(at) => Listed::Object {
+                        digest: at.digest,
+                        place: Place::Pack(name),
+                    },
+                    Err(e) => Listed::Broken {
+                        what: what.clone(),
+                        why: e.to_string(),
+                    },
+                }
+            })
+        });
+        let broken = self
+            .packs
+            .broken()?
+            .into_iter()
+            .map(|(name, why)| Listed::Broken {
+                what: pack::pack_path(self.packs.dir(), &name),
+                why,
+            });
+        let loose = self.loose.list()?.map(|entry| match entry {
+            Ok(digest) => Listed::Object {
+                digest,
+                place: Place::Loose,
+            },
+            Err(path) => Listed::Stray(path),
+        });
+        let generation: Box<dyn Iterator<Item = Listed>> = match self.generation() {
+            Ok(None) => Box::new(std::iter::empty()),
+            Ok(Some(generation)) => {
+                let dir = generation.dir().to_path_buf();
+                Box::new(generation.objects().map(move |digest| match digest {
+                    Ok(digest) => Listed::Object {
+                        digest,
+                        place: Place::Codexfold,
+                    },
+                    Err(e) => Listed::Broken {
+                        what: dir.clone(),
+                        why: e.to_string(),
+                    },
+                }))
+            }
+            Err(why) => Box::new(std::iter::once(Listed::Broken {
+                what: self.root.join(codexfold::DIR).join(codexfold::CURRENT),
+                why: why.clone(),
+            })),
+        };
+        Ok(packed.chain(broken).chain(loose).chain(generation))
     }
 
-    /// Delete an object (gc only).
-    pub fn remove(&self, digest: &Digest) -> Result<()> {
+    /// Delete a loose object (gc, repack, unpack).
+    pub fn remove_loose(&self, digest: &Digest) -> Result<()> {
         self.loose.remove(digest)
     }
 
@@ -144,6 +414,18 @@ impl Odb {
     /// mirror, which carries the files as they are, and benchmarks).
     pub fn loose_path(&self, digest: &Digest) -> PathBuf {
         self.loose.path(digest)
+    }
+
+    /// The reference implementation's current generation, opened on first use: `None` when the
+    /// store has none, or when it does not open (no source of objects then; [`Odb::list`] says
+    /// why).
+    fn codexfold(&self) -> Option<&codexfold::Generation> {
+        self.generation().as_ref().ok()?.as_ref()
+    }
+
+    fn generation(&self) -> &std::result::Result<Option<codexfold::Generation>, String> {
+        self.codexfold
+            .get_or_init(|| codexfold::Generation::open(&self.root).map_err(|e| e.to_string()))
     }
 }
 
@@ -178,8 +460,60 @@ mod tests {
         );
         assert_eq!(odb.read_to_vec(&d, Some(raw.len() as u64)).unwrap(), raw);
         let listed: Vec<_> = odb.list().unwrap().collect();
-        assert_eq!(listed, vec![Ok(d)]);
+        assert_eq!(
+            listed,
+            vec![Listed::Object {
+                digest: d,
+                place: Place::Loose
+            }]
+        );
         assert_eq!(fs::read_dir(odb.root.join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn packed_objects_are_found_read_listed_and_go_with_their_pack() {
+        let (_dir, odb) = odb();
+        let objects: Vec<Vec<u8>> = (0..50u32)
+            .map(|i| {
+                format!("object {i} ")
+                    .repeat(i as usize * 20 + 1)
+                    .into_bytes()
+            })
+            .collect();
+        let mut writer = odb.pack_writer(PackOptions::default()).unwrap();
+        for raw in &objects {
+            writer.add(&Digest::of(raw), raw).unwrap();
+        }
+        // Nothing is visible before the commit.
+        assert!(!odb.contains(&Digest::of(&objects[0])).unwrap());
+        let info = odb.commit_pack(writer).unwrap().unwrap();
+        for raw in &objects {
+            let d = Digest::of(raw);
+            let found = odb.locate(&d).unwrap().unwrap();
+            assert_eq!(found.place, Place::Pack(info.name));
+            assert!(found.stored_bytes > 0);
+            assert_eq!(odb.read_to_vec(&d, Some(raw.len() as u64)).unwrap(), *raw);
+        }
+        // Another handle sees the pack; a put of a packed object writes nothing loose.
+        let other = Odb::at(&odb.root);
+        let d = Digest::of(&objects[7]);
+        let stored = other
+            .put(&d, &objects[7], &mut Encoder::new(3).unwrap())
+            .unwrap();
+        assert!(!stored.created);
+        assert!(!other.loose_path(&d).exists());
+        let listed: Vec<Listed> = other.list().unwrap().collect();
+        assert_eq!(listed.len(), objects.len());
+        assert!(
+            listed.iter().all(
+                |l| matches!(l, Listed::Object { place: Place::Pack(p), .. } if *p == info.name)
+            )
+        );
+        odb.remove_pack(&info.name).unwrap();
+        let err = odb.read_to_vec(&d, None).unwrap_err();
+        assert_eq!(err.to_string(), format!("object {d} is missing"));
+        // A handle that had the pack open keeps reading it (its files stay open, as in git).
+        assert_eq!(other.read_to_vec(&d, None).unwrap(), objects[7]);
     }
 
     #[test]

@@ -14,8 +14,9 @@ use serde_json::Value;
 use super::extract::extract;
 use super::plan::Options;
 use super::record::{FoldIndex, HARNESS};
+use crate::error::Cause;
 use crate::error::{IoContext, Result};
-use crate::ledger::{Ledger, StoreSource};
+use crate::ledger::{FoldedFile, Ledger, Source, StoreSource};
 use crate::store::atomic::sync_parent;
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id, create_private_dir};
@@ -40,8 +41,27 @@ pub const STORE_SEQ_BASE: u64 = 1_000_000;
 /// extension's records, merged in later with its own small seqs, then never share a seq with ours
 /// (the union's latest-per-seq rule would void one of the two).
 pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize> {
-    let source = StoreSource { store, manifest };
-    let ledger = Ledger::scan(&source)?;
+    index_session(store, manifest, &StoreSource { store, manifest })
+}
+
+/// [`index_folded_session`], reading the session from `path` (its source, which a fold has just
+/// read) rather than from the store, as long as it still holds exactly the folded bytes; from the
+/// store otherwise.
+pub fn index_folded_source(store: &Store, manifest: &Manifest, path: &Path) -> Result<usize> {
+    let file = FoldedFile {
+        path: path.to_path_buf(),
+        source: manifest.source,
+    };
+    match index_session(store, manifest, &file) {
+        Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => {
+            index_folded_session(store, manifest)
+        }
+        other => other,
+    }
+}
+
+fn index_session(store: &Store, manifest: &Manifest, source: &dyn Source) -> Result<usize> {
+    let ledger = Ledger::scan(source)?;
     let records = extract(
         &ledger,
         &Options {

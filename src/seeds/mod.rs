@@ -10,4 +10,4 @@ pub mod recall;
 pub mod record;
 pub mod union;
 
-pub use index::index_folded_session;
+pub use index::{index_folded_session, index_folded_source};

@@ -96,6 +96,18 @@ impl Settings {
         Ok(())
     }
 
+    /// Whether `other` cuts bytes into the same parts (the dictionary objects are written with
+    /// does not matter).
+    pub fn same_segmentation(&self, other: &Settings) -> bool {
+        Settings {
+            dictionary: None,
+            ..self.clone()
+        } == Settings {
+            dictionary: None,
+            ..other.clone()
+        }
+    }
+
     /// What a writer needs: sizes FastCDC v2020 accepts (even, within its bounds, min ≤ avg ≤ max).
     pub fn check_writable(&self) -> Result<()> {
         use fastcdc::v2020::{

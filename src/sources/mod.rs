@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -182,7 +183,10 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
     };
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     // Reading titles can mean reading whole files (Pi's session_info may come last): in parallel.
-    let described = crate::parallel::map(&candidates, || (), |(), c| describe(c, &titles), || ());
+    let described: Vec<_> = candidates
+        .par_iter()
+        .map(|c| describe(c, &titles))
+        .collect();
     for described in described {
         match described {
             Ok(session) => match seen.get(&session.session.id) {

@@ -53,6 +53,15 @@ impl Pending {
         }
     }
 
+    /// Rename to `target`, replacing whatever is there, without any fsync: for a group of files
+    /// made durable together before their renames, the folder fsynced after.
+    pub fn replace_unsynced(self, target: &Path) -> Result<()> {
+        self.file
+            .persist(target)
+            .map(|_| ())
+            .map_err(|e| Error::io("rename into", target, e.error))
+    }
+
     /// fsync, then rename to `target` (never replacing an existing file unless `overwrite`),
     /// then fsync the target's directory so the rename itself is durable.
     pub fn commit(self, target: &Path, overwrite: bool) -> Result<Committed> {
@@ -87,10 +96,14 @@ impl Write for Pending {
 
 /// fsync the directory holding `path`, making a rename or unlink in it durable.
 pub fn sync_parent(path: &Path) -> Result<()> {
-    let parent = parent_dir(path);
-    File::open(&parent)
+    sync_dir(&parent_dir(path))
+}
+
+/// fsync a directory, making the renames and unlinks in it durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
         .and_then(|d| d.sync_all())
-        .with_path("fsync directory", &parent)
+        .with_path("fsync directory", dir)
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

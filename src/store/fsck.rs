@@ -1,17 +1,23 @@
 //! Checking a store: every manifest readable and every object it names present; with `full`, every
-//! object decompressed and re-hashed and every manifest's reconstruction checked.
+//! pack checked whole (index sorted and consistent with the pack, every block's checksum, every
+//! object's sha256), every loose object and every object of the reference's generation decoded and
+//! re-hashed, and every manifest's reconstruction checked.
 //!
-//! Findings are reported one at a time as they are found. Unreferenced objects are a note, not a
-//! fault (git's dangling objects): gc removes them.
+//! Findings are reported one at a time as they are found. A damaged pack block is reported with the
+//! sessions it hits. Unreferenced objects are a note, not a fault (git's dangling objects): gc
+//! removes them.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
 
+use rayon::prelude::*;
+
 use super::Store;
 use super::manifest::Manifest;
 use crate::digest::Digest;
 use crate::error::Result;
+use crate::odb::{Listed, Place};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
@@ -27,7 +33,13 @@ pub enum Finding {
         digest: Digest,
         why: String,
     },
-    /// A file under `objects/` that is not named as an object is (nor a temp file).
+    /// Part of a pack (or the reference's generation) that does not read back: `what` names the
+    /// file and block, `sessions` the folded sessions that lose something.
+    BadPack {
+        what: String,
+        sessions: Vec<String>,
+    },
+    /// A file among the loose objects that is not named as an object is (nor a temp file).
     StrayFile {
         path: PathBuf,
     },
@@ -57,6 +69,13 @@ impl fmt::Display for Finding {
                 manifest.display()
             ),
             Self::CorruptObject { digest, why } => write!(f, "corrupt object {digest}: {why}"),
+            Self::BadPack { what, sessions } => {
+                write!(f, "bad pack {what}")?;
+                match sessions.as_slice() {
+                    [] => Ok(()),
+                    some => write!(f, "; sessions hit: {}", some.join(", ")),
+                }
+            }
             Self::StrayFile { path } => write!(f, "stray file {}", path.display()),
             Self::BadReconstruction { path, why } => {
                 write!(f, "bad reconstruction {}: {why}", path.display())
@@ -72,13 +91,14 @@ pub fn check(
     full: bool,
     report: &mut dyn FnMut(Finding) -> Result<()>,
 ) -> Result<()> {
+    let odb = store.odb();
     let mut manifests: Vec<(PathBuf, Manifest)> = Vec::new();
     for path in store.manifest_files()? {
         match Store::load_manifest_file(&path) {
             Ok(manifest) => manifests.push((path, manifest)),
             Err(e) => report(Finding::BadManifest {
                 path,
-                why: strip_path(&e.to_string()),
+                why: e.without_context(),
             })?,
         }
     }
@@ -93,9 +113,7 @@ pub fn check(
             if !named.insert(digest) {
                 continue;
             }
-            if sizes.insert(digest, part.object.raw_bytes).is_none()
-                && store.odb().stored_bytes(&digest)?.is_none()
-            {
+            if sizes.insert(digest, part.object.raw_bytes).is_none() && !odb.contains(&digest)? {
                 missing.insert(digest);
             }
             if missing.contains(&digest) {
@@ -107,43 +125,78 @@ pub fn check(
         }
     }
     // Registered zstd dictionaries are roots too; the registration names the missing one.
-    let dictionaries: HashSet<Digest> = store.odb().dictionaries()?.into_iter().collect();
+    let dictionaries: HashSet<Digest> = odb.dictionaries()?.into_iter().collect();
     for digest in &dictionaries {
-        if !sizes.contains_key(digest) && store.odb().stored_bytes(digest)?.is_none() {
+        if !sizes.contains_key(digest) && !odb.contains(digest)? {
             report(Finding::MissingObject {
                 digest: *digest,
-                manifest: store.odb().dictionaries_dir().join(digest.to_hex()),
+                manifest: odb.dictionaries_dir().join(digest.to_hex()),
             })?;
         }
     }
-    let mut present = Vec::new();
-    for entry in store.odb().list()? {
+    let sessions_of = |objects: &[Digest]| -> Vec<String> {
+        let hit: HashSet<&Digest> = objects.iter().collect();
+        let mut ids: Vec<String> = manifests
+            .iter()
+            .filter(|(_, m)| m.parts.iter().any(|p| hit.contains(&p.object.sha256)))
+            .map(|(_, m)| m.session.id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    let mut present = HashSet::new();
+    let mut loose = Vec::new();
+    for entry in odb.list()? {
         match entry {
-            Ok(digest) => present.push(digest),
-            Err(path)
+            Listed::Object { digest, place } => {
+                present.insert(digest);
+                if place == Place::Loose {
+                    loose.push(digest);
+                }
+            }
+            Listed::Stray(path)
                 if path
                     .file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp")) => {}
-            Err(path) => report(Finding::StrayFile { path })?,
+            Listed::Stray(path) => report(Finding::StrayFile { path })?,
+            Listed::Broken { what, why } => report(Finding::BadPack {
+                what: format!("{}: {why}", what.display()),
+                sessions: Vec::new(),
+            })?,
         }
     }
     let mut corrupt: HashSet<Digest> = HashSet::new();
     if full {
-        let results = crate::parallel::map(
-            &present,
-            || (),
-            |(), digest| {
+        let packs = odb.packs()?;
+        let verified: Vec<_> = packs.par_iter().map(|m| odb.verify_pack(m)).collect();
+        for problem in verified {
+            for problem in problem {
+                corrupt.extend(problem.objects.iter().copied());
+                report(Finding::BadPack {
+                    what: problem.to_string(),
+                    sessions: sessions_of(&problem.objects),
+                })?;
+            }
+        }
+        for problem in odb.verify_codexfold() {
+            corrupt.extend(problem.object);
+            report(Finding::BadPack {
+                what: problem.to_string(),
+                sessions: sessions_of(problem.object.as_slice()),
+            })?;
+        }
+        let results: Vec<_> = loose
+            .par_iter()
+            .map(|digest| {
                 let mut sink = std::io::sink();
-                store
-                    .odb()
-                    .read(digest, sizes.get(digest).copied(), &mut sink)
+                odb.read_loose(digest, sizes.get(digest).copied(), &mut sink)
                     .err()
-                    .map(|e| e.to_string())
-            },
-            || (),
-        );
-        for (digest, error) in present.iter().zip(results) {
+                    .map(|e| e.without_context())
+            })
+            .collect();
+        for (digest, error) in loose.iter().zip(results) {
             if let Some(why) = error {
                 corrupt.insert(*digest);
                 report(Finding::CorruptObject {
@@ -153,10 +206,13 @@ pub fn check(
             }
         }
     }
-    for digest in &present {
-        if !sizes.contains_key(digest) && !dictionaries.contains(digest) {
-            report(Finding::Unreferenced { digest: *digest })?;
-        }
+    let mut unreferenced: Vec<&Digest> = present
+        .iter()
+        .filter(|d| !sizes.contains_key(d) && !dictionaries.contains(d))
+        .collect();
+    unreferenced.sort();
+    for digest in unreferenced {
+        report(Finding::Unreferenced { digest: *digest })?;
     }
     if full {
         // Only manifests whose objects are all sound: the others are already reported.
@@ -168,16 +224,14 @@ pub fn check(
                 })
             })
             .collect();
-        let results = crate::parallel::map(
-            &sound,
-            || (),
-            |(), (_, m)| {
+        let results: Vec<_> = sound
+            .par_iter()
+            .map(|(_, m)| {
                 super::reconstruct::verify(store, m)
                     .err()
                     .map(|e| e.to_string())
-            },
-            || (),
-        );
+            })
+            .collect();
         for ((path, _), error) in sound.into_iter().zip(results) {
             if let Some(why) = error {
                 report(Finding::BadReconstruction {
@@ -188,12 +242,4 @@ pub fn check(
         }
     }
     Ok(())
-}
-
-/// Manifest errors start with the file's path, which the finding already names.
-fn strip_path(message: &str) -> String {
-    message
-        .split_once(": ")
-        .map_or(message, |(_, rest)| rest)
-        .to_string()
 }

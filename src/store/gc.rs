@@ -1,18 +1,21 @@
-//! Garbage collection: objects that no manifest references, and stale temp files, removed.
+//! Garbage collection: objects that no manifest references dropped, loose objects and small packs
+//! repacked (as `git gc` does), stale temp files removed.
 //!
 //! Safe beside writers by two means together, as git, restic and kopia do it. First, the caller
-//! holds the store lock exclusive while it plans and removes, so no writer that takes the lock
+//! holds the store lock exclusive while it plans and applies, so no writer that takes the lock
 //! (every ctxfold writer, and the reference implementation's fold) is between writing an object
-//! and committing the manifest that names it. Second, a grace period: only objects and temp files
-//! whose mtime is older than the cutoff go, because a plumbing pipeline (`ctxfold-split --write |
-//! ctxfold-write-manifest`) releases the lock between its two steps and leaves its objects
-//! unreferenced for a moment, and writers refresh the mtime of every object they reuse.
+//! and committing the manifest that names it. Second, a grace period: an unreferenced object goes
+//! only once the cutoff is past its loose file's mtime, or its pack's, because a plumbing pipeline
+//! (`ctxfold-split --write | ctxfold-write-manifest`) releases the lock between its two steps and
+//! leaves its objects unreferenced for a moment; writers refresh the mtime of every loose object or
+//! pack they reuse.
 //!
 //! The roots are every manifest under `manifests/`, its subfolders included (`generations/`,
-//! `conflicts/`). If any manifest cannot be read, nothing is removed: an unreadable manifest may
-//! name objects that would otherwise look unreferenced.
+//! `conflicts/`), and every registered dictionary. If any manifest cannot be read, nothing is
+//! removed: an unreadable manifest may name objects that would otherwise look unreferenced. The
+//! reference implementation's pack generation (`packs/`) is never touched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -20,97 +23,238 @@ use std::time::SystemTime;
 use super::Store;
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
+use crate::odb::pack::PackOptions;
+use crate::odb::repack::{Repacked, Sources, repack};
+use crate::odb::{Listed, Place};
 
-/// What a collection removes (or, in a dry run, would).
-#[derive(Debug, Default)]
-pub struct Plan {
-    /// Objects some manifest names.
-    pub referenced: u64,
-    /// Unreferenced objects older than the cutoff, with their stored size.
-    pub objects: Vec<(Digest, u64)>,
-    /// Unreferenced objects kept because they are younger than the cutoff.
-    pub young: u64,
-    /// Temp files older than the cutoff.
-    pub temps: Vec<PathBuf>,
+/// More packs than this after a collection are merged into one (all but the largest).
+pub const MAX_PACKS: usize = 8;
+
+/// The objects manifests name, each once, in the order sessions name them, and every root.
+pub struct Roots {
+    pub set: HashSet<Digest>,
+    /// Objects in manifest order then part order: what a new pack is written in, so that each
+    /// session's objects sit together.
+    pub order: Vec<Digest>,
 }
 
 /// Every object named by a manifest, and every registered zstd dictionary. Fails, naming the
 /// file, when any manifest cannot be read.
-pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
-    let mut roots = HashSet::new();
-    let files = store.manifest_files()?;
-    for path in &files {
-        let manifest = Store::load_manifest_file(path).map_err(|e| {
+pub fn roots(store: &Store) -> Result<Roots> {
+    let mut set = HashSet::new();
+    let mut order = Vec::new();
+    for path in store.manifest_files()? {
+        let manifest = Store::load_manifest_file(&path).map_err(|e| {
             e.context("gc removes nothing while a manifest is unreadable (see ctxfold fsck)")
         })?;
-        roots.extend(manifest.parts.iter().map(|p| p.object.sha256));
-        roots.extend(manifest.settings.dictionary);
-    }
-    // Objects, not manifests, decide which dictionaries are still needed (see dictionary.rs).
-    roots.extend(store.odb().dictionaries()?);
-    Ok(roots)
-}
-
-/// What to remove: unreferenced objects and temp files whose mtime is before `cutoff`.
-pub fn plan(store: &Store, cutoff: SystemTime) -> Result<Plan> {
-    let roots = roots(store)?;
-    let mut plan = Plan::default();
-    for entry in store.odb().list()? {
-        match entry {
-            Ok(digest) if roots.contains(&digest) => plan.referenced += 1,
-            Ok(digest) => {
-                let Some((modified, size)) = store.odb().modified(&digest)? else {
-                    continue;
-                };
-                if modified < cutoff {
-                    plan.objects.push((digest, size));
-                } else {
-                    plan.young += 1;
-                }
+        let named = manifest.parts.iter().map(|p| p.object.sha256);
+        for digest in named.chain(manifest.settings.dictionary) {
+            if set.insert(digest) {
+                order.push(digest);
             }
-            Err(path) if is_temp_name(&path) && older(&path, cutoff)? => plan.temps.push(path),
-            Err(_) => {}
         }
     }
-    for dir in [store.tmp_dir(), store.manifests_dir()] {
+    // Objects, not manifests, decide which dictionaries are still needed (see dictionaries.rs).
+    set.extend(store.odb().dictionaries()?);
+    Ok(Roots { set, order })
+}
+
+/// A pack to rewrite, and why.
+#[derive(Debug)]
+pub struct Rewrite {
+    pub pack: Digest,
+    pub objects: u32,
+    pub pack_bytes: u64,
+    /// Unreferenced objects past the grace period, dropped by the rewrite.
+    pub dead: Vec<Digest>,
+}
+
+/// What a collection does (or, in a dry run, would).
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Objects some manifest names (or registered dictionaries).
+    pub referenced: u64,
+    /// Unreferenced loose objects past the grace period, with their size: removed.
+    pub dead_loose: Vec<(Digest, u64)>,
+    /// Unreferenced objects kept because their file or pack is younger than the cutoff.
+    pub young: u64,
+    /// Packs rewritten: those holding dead objects, and small ones merged.
+    pub rewrite: Vec<Rewrite>,
+    /// Loose objects (not dictionaries) packed.
+    pub loose_to_pack: u64,
+    /// Temp files older than the cutoff, and packs without an index (interrupted writes).
+    pub temps: Vec<PathBuf>,
+}
+
+impl Plan {
+    /// Whether applying would change anything.
+    pub fn is_empty(&self) -> bool {
+        self.dead_loose.is_empty()
+            && self.rewrite.is_empty()
+            && self.loose_to_pack == 0
+            && self.temps.is_empty()
+    }
+}
+
+/// What to do: drop unreferenced objects older than `cutoff`, pack loose objects, merge packs
+/// when there are more than [`MAX_PACKS`], rewrite every pack when `all_packs`.
+pub fn plan(store: &Store, roots: &Roots, cutoff: SystemTime, all_packs: bool) -> Result<Plan> {
+    let odb = store.odb();
+    let dictionaries: HashSet<Digest> = odb.dictionaries()?.into_iter().collect();
+    let mut plan = Plan {
+        referenced: roots.set.len() as u64,
+        ..Plan::default()
+    };
+    let members = odb.packs()?;
+    let young_packs: HashMap<Digest, bool> = members
+        .iter()
+        .map(|m| Ok((*m.pack.name(), m.modified()? >= cutoff)))
+        .collect::<Result<_>>()?;
+    let mut dead: HashMap<Digest, Vec<Digest>> = HashMap::new();
+    let mut counted = HashSet::new();
+    for entry in odb.list()? {
+        let (digest, place) = match entry {
+            Listed::Object { digest, place } => (digest, place),
+            Listed::Stray(path) => {
+                if is_temp_name(&path) && older(&path, cutoff)? {
+                    plan.temps.push(path);
+                }
+                continue;
+            }
+            Listed::Broken { .. } => continue,
+        };
+        let packable = place == Place::Loose && !dictionaries.contains(&digest);
+        if roots.set.contains(&digest) {
+            plan.loose_to_pack += u64::from(packable);
+            continue;
+        }
+        match place {
+            Place::Pack(name) if young_packs[&name] => {
+                plan.young += u64::from(counted.insert(digest));
+            }
+            Place::Pack(name) => dead.entry(name).or_default().push(digest),
+            Place::Loose => match odb.loose_modified(&digest)? {
+                Some((modified, _)) if modified >= cutoff => {
+                    plan.young += u64::from(counted.insert(digest));
+                    plan.loose_to_pack += u64::from(packable);
+                }
+                Some((_, size)) => plan.dead_loose.push((digest, size)),
+                None => {}
+            },
+            Place::Codexfold => {}
+        }
+    }
+    let mut kept: Vec<(Digest, u32, u64)> = Vec::new();
+    for member in &members {
+        let name = *member.pack.name();
+        let (objects, bytes) = (member.pack.object_count(), member.pack.pack_bytes());
+        match dead.remove(&name) {
+            Some(dead) => plan.rewrite.push(Rewrite {
+                pack: name,
+                objects,
+                pack_bytes: bytes,
+                dead,
+            }),
+            None if all_packs => plan.rewrite.push(Rewrite {
+                pack: name,
+                objects,
+                pack_bytes: bytes,
+                dead: Vec::new(),
+            }),
+            None => kept.push((name, objects, bytes)),
+        }
+    }
+    // Merge every pack but the largest once there are too many: reads look in each in turn.
+    if kept.len() + usize::from(!plan.rewrite.is_empty() || plan.loose_to_pack > 0) > MAX_PACKS {
+        kept.sort_by_key(|&(_, _, bytes)| std::cmp::Reverse(bytes));
+        for (pack, objects, pack_bytes) in kept.drain(1..) {
+            plan.rewrite.push(Rewrite {
+                pack,
+                objects,
+                pack_bytes,
+                dead: Vec::new(),
+            });
+        }
+    }
+    plan.temps.extend(stale_temps(store, cutoff)?);
+    plan.temps.sort();
+    plan.temps.dedup();
+    Ok(plan)
+}
+
+/// Carry out `plan`: one new pack of every kept object of the rewritten packs and of the loose
+/// objects, written with `options` in session order; the rewritten packs, the packed and the dead
+/// loose files, and the stale temp files removed. An object whose file or pack is in use again
+/// since the plan (a writer that does not take the lock reused it) is kept.
+pub fn apply(
+    store: &Store,
+    roots: &Roots,
+    plan: &Plan,
+    cutoff: SystemTime,
+    options: PackOptions,
+) -> Result<Repacked> {
+    let odb = store.odb();
+    let sources = Sources {
+        packs: plan.rewrite.iter().map(|r| r.pack).collect(),
+        loose: true,
+    };
+    let young_packs: HashSet<Digest> = odb
+        .packs()?
+        .iter()
+        .filter(|m| m.modified().is_ok_and(|t| t >= cutoff))
+        .map(|m| *m.pack.name())
+        .collect();
+    let keep = |digest: &Digest, place: Place| {
+        roots.set.contains(digest)
+            || match place {
+                Place::Pack(name) => young_packs.contains(&name),
+                Place::Loose => odb
+                    .loose_modified(digest)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|(modified, _)| modified >= cutoff),
+                Place::Codexfold => true,
+            }
+    };
+    let done = repack(odb, &sources, roots.order.iter().copied(), keep, options)?;
+    for temp in &plan.temps {
+        super::remove_if_present(temp)?;
+    }
+    Ok(done)
+}
+
+/// Files in `tmp/`, `.*.tmp` files under `manifests/`, and packs without an index, all older than
+/// the cutoff.
+fn stale_temps(store: &Store, cutoff: SystemTime) -> Result<Vec<PathBuf>> {
+    let mut temps = Vec::new();
+    for dir in [
+        store.tmp_dir(),
+        store.manifests_dir(),
+        store.odb().packs_dir().to_path_buf(),
+    ] {
         let Ok(entries) = fs::read_dir(&dir) else {
             continue;
         };
         for entry in entries {
             let path = entry.with_path("list", &dir)?.path();
-            let is_temp = dir == store.tmp_dir() || is_temp_name(&path);
-            if is_temp && path.is_file() && older(&path, cutoff)? {
-                plan.temps.push(path);
+            let stale = if dir == store.tmp_dir() {
+                true
+            } else if dir == store.manifests_dir() {
+                is_temp_name(&path)
+            } else {
+                is_orphan_pack(&path)
+            };
+            if stale && path.is_file() && older(&path, cutoff)? {
+                temps.push(path);
             }
         }
     }
-    plan.temps.sort();
-    Ok(plan)
+    Ok(temps)
 }
 
-/// Remove what `plan` lists, checking each object's mtime once more (a writer that does not take
-/// the lock may just have reused it), and return what was removed: the plan without the objects
-/// found in use since.
-pub fn apply(store: &Store, plan: Plan, cutoff: SystemTime) -> Result<Plan> {
-    let mut done = Plan {
-        referenced: plan.referenced,
-        young: plan.young,
-        ..Plan::default()
-    };
-    for (digest, size) in plan.objects {
-        match store.odb().modified(&digest)? {
-            Some((modified, _)) if modified < cutoff => {
-                store.odb().remove(&digest)?;
-                done.objects.push((digest, size));
-            }
-            _ => done.young += 1,
-        }
-    }
-    for temp in plan.temps {
-        super::remove_if_present(&temp)?;
-        done.temps.push(temp);
-    }
-    Ok(done)
+/// A `.pack` whose `.idx` is missing: a pack write interrupted before its index went in place.
+fn is_orphan_pack(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "pack") && !path.with_extension("idx").exists()
 }
 
 /// Temp files as ctxfold and the reference implementation name them: `.<what>-XXXX.tmp`.
@@ -120,17 +264,10 @@ fn is_temp_name(path: &Path) -> bool {
         .is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"))
 }
 
-fn stat(path: &Path) -> Result<Option<fs::Metadata>> {
+fn older(path: &Path, cutoff: SystemTime) -> Result<bool> {
     match fs::metadata(path) {
-        Ok(meta) => Ok(Some(meta)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Ok(meta) => Ok(meta.modified().with_path("stat", path)? < cutoff),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e).with_path("stat", path),
     }
-}
-
-fn older(path: &Path, cutoff: SystemTime) -> Result<bool> {
-    Ok(match stat(path)? {
-        Some(meta) => meta.modified().with_path("stat", path)? < cutoff,
-        None => false,
-    })
 }

@@ -1,5 +1,6 @@
 //! Fold V1 manifests: the serde types that write exactly the contract's JSON, the checks every
-//! manifest passes before anything trusts it, and the one way a manifest is committed.
+//! manifest passes before anything trusts it, and where they are read from (committing them is
+//! `commit`'s job).
 //!
 //! Readers follow the reference implementation: unknown top-level keys (`created_at`) and
 //! `settings.record_threshold` are ignored, any other unknown setting is refused (it could change
@@ -14,9 +15,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::Store;
-use super::atomic::{Committed, write_file};
 use crate::digest::Digest;
-use crate::error::{Cause, Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::segment::Settings;
 
 pub const VERSION: u64 = 1;
@@ -121,9 +121,10 @@ impl Manifest {
         Ok(manifest)
     }
 
-    /// The contract's JSON, pretty-printed as the reference implementation writes it.
+    /// The contract's JSON, compact (any valid JSON is the contract's JSON, and compact takes a
+    /// third less room than the reference's pretty-printing), with a final newline.
     pub fn to_json(&self) -> Vec<u8> {
-        let mut out = serde_json::to_vec_pretty(self).expect("manifests always serialize");
+        let mut out = serde_json::to_vec(self).expect("manifests always serialize");
         out.push(b'\n');
         out
     }
@@ -178,46 +179,6 @@ impl Store {
 
     pub fn has_manifest(&self, id: &str) -> bool {
         self.manifest_path(id).exists()
-    }
-
-    /// Commit a manifest: every object it names must exist, the store is synced, and a
-    /// reconstruction from the store must match the source's sha256 and size. Only then is the
-    /// manifest written (atomically). An existing manifest is replaced only with `overwrite`.
-    pub fn commit_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<()> {
-        let id = &manifest.session.id;
-        self.try_commit_manifest(manifest, overwrite)
-            .map_err(|e| match e.cause() {
-                Cause::ManifestExists { .. } => e,
-                _ => e.context(format_args!("session {id:?} not committed")),
-            })
-    }
-
-    fn try_commit_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<()> {
-        // The caller built this manifest: one that fails the checks is bad input, not corruption.
-        manifest
-            .check()
-            .map_err(|e| Error::refused(e.without_context()))?;
-        let target = self.manifest_path(&manifest.session.id);
-        if !overwrite && target.exists() {
-            return Err(Error::manifest_exists(&manifest.session.id));
-        }
-        for part in &manifest.parts {
-            if self.odb().stored_bytes(&part.object.sha256)?.is_none() {
-                return Err(Error::object_missing(part.object.sha256));
-            }
-        }
-        self.odb().sync()?;
-        super::reconstruct::verify(self, manifest)?;
-        match write_file(
-            &self.tmp_dir(),
-            ".manifest-",
-            &target,
-            &manifest.to_json(),
-            overwrite,
-        )? {
-            Committed::Written => Ok(()),
-            Committed::AlreadyThere => Err(Error::manifest_exists(&manifest.session.id)),
-        }
     }
 
     /// Every manifest file under `manifests/`, its subfolders (`generations/`) included, sorted.
@@ -297,7 +258,8 @@ mod tests {
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{json}");
         assert!(!json.contains("\"cwd\""));
         assert!(!json.contains("json_path"));
-        assert!(json.contains("\"compression\": \"zstd\""));
+        assert!(json.contains("\"compression\":\"zstd\""));
+        assert_eq!(json.lines().count(), 1);
         assert_eq!(
             Manifest::from_slice(json.as_bytes(), "m").unwrap(),
             sample()
@@ -320,7 +282,7 @@ mod tests {
     #[test]
     fn refuses_other_versions_kinds_and_record_parts() {
         let base = String::from_utf8(sample().to_json()).unwrap();
-        let v2 = base.replace("\"version\": 1", "\"version\": 2");
+        let v2 = base.replace("\"version\":1", "\"version\":2");
         let err = Manifest::from_slice(v2.as_bytes(), "m.json")
             .unwrap_err()
             .to_string();
@@ -344,8 +306,8 @@ mod tests {
     fn refuses_unknown_settings_and_compressions_by_name() {
         let base = String::from_utf8(sample().to_json()).unwrap();
         let unknown = base.replace(
-            "\"compression\": \"zstd\"",
-            "\"compression\": \"zstd\", \"window_log\": 27",
+            "\"compression\":\"zstd\"",
+            "\"compression\":\"zstd\",\"window_log\":27",
         );
         let err = Manifest::from_slice(unknown.as_bytes(), "m.json")
             .unwrap_err()
@@ -354,7 +316,7 @@ mod tests {
             err.starts_with("m.json: invalid manifest: unknown field `window_log`"),
             "{err}"
         );
-        let lz4 = base.replace("\"compression\": \"zstd\"", "\"compression\": \"lz4\"");
+        let lz4 = base.replace("\"compression\":\"zstd\"", "\"compression\":\"lz4\"");
         let err = Manifest::from_slice(lz4.as_bytes(), "m.json")
             .unwrap_err()
             .to_string();
@@ -363,10 +325,7 @@ mod tests {
         with.settings.dictionary = Some(Digest::of(b"dictionary"));
         let json = String::from_utf8(with.to_json()).unwrap();
         assert!(
-            json.contains(&format!(
-                "\"dictionary\": \"{}\"",
-                Digest::of(b"dictionary")
-            )),
+            json.contains(&format!("\"dictionary\":\"{}\"", Digest::of(b"dictionary"))),
             "{json}"
         );
         assert_eq!(Manifest::from_slice(json.as_bytes(), "m").unwrap(), with);

@@ -14,11 +14,11 @@
 //! become parts and `objects`, `manifest`, `reconstruct` for the rest of the engine.
 
 pub mod atomic;
+pub mod commit;
 pub mod fsck;
 pub mod gc;
 pub mod lock;
 pub mod manifest;
-pub mod pipeline;
 pub mod reconstruct;
 pub mod union;
 pub mod usage;
@@ -109,6 +109,11 @@ impl Store {
 
     pub fn tmp_dir(&self) -> PathBuf {
         self.root.join("tmp")
+    }
+
+    /// What this store keeps for speed only, never mirrored (the fold's stamp cache).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root.join("cache")
     }
 
     pub fn locks_dir(&self) -> PathBuf {

@@ -1,7 +1,7 @@
 //! What a store holds and what it costs: logical bytes (the sessions as they were), unique raw
 //! bytes (after dedupe), stored bytes (after compression), disk bytes actually allocated.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -12,6 +12,7 @@ use super::Store;
 use super::manifest::PartKind;
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
+use crate::odb::{Listed, Place};
 
 #[derive(Debug, Default, Serialize)]
 pub struct Usage {
@@ -19,18 +20,31 @@ pub struct Usage {
     pub manifests: u64,
     /// The sessions' bytes as they were: the sum of every manifest's source size.
     pub logical_bytes: u64,
+    /// Blocks allocated for everything under the store (`st_blocks` × 512), its git mirror
+    /// included.
+    pub disk_bytes: u64,
+    /// Of that, the git mirror's (`mirror.git`).
+    pub mirror_disk_bytes: u64,
     /// Raw bytes of the distinct objects the manifests name.
     pub unique_raw_bytes: u64,
+    /// Distinct objects, wherever they live.
     pub objects: u64,
     /// Objects first named as a field part, and as a residual part.
     pub field_objects: u64,
     pub residual_objects: u64,
     pub unreferenced_objects: u64,
-    /// Compressed size of every object file.
+    pub loose_objects: u64,
+    /// The loose object files' sizes.
+    pub loose_bytes: u64,
+    pub packs: u64,
+    pub packed_objects: u64,
+    /// The packs' sizes, their indexes included.
+    pub pack_bytes: u64,
+    /// Objects in the reference implementation's pack generation.
+    pub codexfold_objects: u64,
+    /// Loose files and packs: what the objects take after zstd.
     pub stored_bytes: u64,
     pub manifest_bytes: u64,
-    /// Blocks allocated for everything under the store (`st_blocks` × 512).
-    pub disk_bytes: u64,
     /// logical / unique raw.
     pub dedup_ratio: f64,
     /// unique raw / stored.
@@ -64,14 +78,32 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
             PartKind::Residual => usage.residual_objects += 1,
         }
     }
-    for digest in store.odb().list()?.flatten() {
-        usage.objects += 1;
-        usage.stored_bytes += store.odb().stored_bytes(&digest)?.unwrap_or(0);
-        if !kinds.contains_key(&digest) {
-            usage.unreferenced_objects += 1;
+    let odb = store.odb();
+    for member in odb.packs()? {
+        usage.packs += 1;
+        usage.pack_bytes += member.pack.pack_bytes() + member.pack.index_bytes();
+    }
+    let mut seen = HashSet::new();
+    for entry in odb.list()? {
+        let Listed::Object { digest, place } = entry else {
+            continue;
+        };
+        match place {
+            Place::Pack(_) => usage.packed_objects += 1,
+            Place::Loose => {
+                usage.loose_objects += 1;
+                usage.loose_bytes += odb.loose_modified(&digest)?.map_or(0, |(_, size)| size);
+            }
+            Place::Codexfold => usage.codexfold_objects += 1,
+        }
+        if seen.insert(digest) {
+            usage.objects += 1;
+            usage.unreferenced_objects += u64::from(!kinds.contains_key(&digest));
         }
     }
+    usage.stored_bytes = usage.loose_bytes + usage.pack_bytes;
     usage.disk_bytes = allocated(store.root())?;
+    usage.mirror_disk_bytes = allocated(&crate::mirror::default_dir(store))?;
     usage.dedup_ratio = crate::cli::human::ratio(usage.logical_bytes, usage.unique_raw_bytes);
     usage.compression_ratio = crate::cli::human::ratio(usage.unique_raw_bytes, usage.stored_bytes);
     Ok((usage, problems))

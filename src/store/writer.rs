@@ -1,25 +1,29 @@
 //! The segmenter's sink that turns parts into manifest entries: each part hashed and, depending
-//! on the mode, stored, or measured against the store without writing (a dry run), or only hashed.
+//! on the mode, added to a pack, or measured against the store without writing (a dry run), or only
+//! hashed. It also hashes the parts as it receives them, so that a manifest can be checked against
+//! its source from the bytes actually written, without reading them back.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use super::Store;
 use super::manifest::{ObjectRef, Part, PartKind as ManifestKind};
-use crate::digest::Digest;
+use crate::digest::{Digest, HashingWriter};
 use crate::error::Result;
-use crate::odb::Encoder;
-use crate::segment::{PartKind, PartSink};
+use crate::odb::pack::PackWriter;
+use crate::odb::{Encoder, Odb};
+use crate::segment::{PartKind, PartSink, Summary};
 
 pub enum Mode<'a> {
     /// Name the parts; touch no store.
     HashOnly,
-    /// Count what writing would add to `store`, compressing new parts to measure them; write nothing.
-    /// The set holds the objects already counted as new in this dry run, shared by every session
-    /// it measures, so that what they would dedupe against each other is counted as such.
-    DryRun(&'a Store, Encoder, &'a Mutex<HashSet<Digest>>),
-    /// Store every part that is not there yet.
-    Write(&'a Store, Encoder),
+    /// Count what writing would add to the store, compressing new parts to measure them; write
+    /// nothing. The set holds the objects already counted as new in this dry run, shared by every
+    /// session it measures, so that what they would dedupe against each other is counted as such.
+    DryRun(&'a Odb, &'a mut Encoder, &'a Mutex<HashSet<Digest>>),
+    /// Add every part the store does not hold to the pack being written. `pending` holds what the
+    /// run's other packs (not yet committed) already hold: one copy each, and the run commits every
+    /// pack before any manifest.
+    Pack(&'a Odb, &'a mut PackWriter, &'a Mutex<HashSet<Digest>>),
 }
 
 /// What a run added and what it found already stored.
@@ -28,7 +32,8 @@ pub struct WriteStats {
     pub parts: u64,
     /// Raw bytes of parts that were (or would be) new objects.
     pub new_raw_bytes: u64,
-    /// Their compressed size.
+    /// Their compressed size (a dry run's estimate; for packed objects, known once their pack is
+    /// written: see `stored_bytes` in the manifest).
     pub new_stored_bytes: u64,
     pub new_objects: u64,
     /// Raw bytes of parts whose object was already stored (or seen earlier in this run).
@@ -48,6 +53,7 @@ impl std::ops::AddAssign for WriteStats {
 pub struct PartWriter<'a, F: FnMut(Part) -> Result<()>> {
     mode: Mode<'a>,
     record: F,
+    written: HashingWriter<std::io::Sink>,
     pub stats: WriteStats,
 }
 
@@ -57,27 +63,42 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
         Self {
             mode,
             record,
+            written: HashingWriter::new(std::io::sink()),
             stats: WriteStats::default(),
         }
     }
 
-    /// The mode back, with its encoder, for the next file.
-    pub fn into_mode(self) -> Mode<'a> {
-        self.mode
+    /// The mode back (with its encoder, for the next file), and the size and sha256 of the parts
+    /// as they were received.
+    pub fn finish(self) -> (Mode<'a>, Summary) {
+        let (_, sha256, bytes) = self.written.finish();
+        (self.mode, Summary { bytes, sha256 })
     }
 }
 
 impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
     fn part(&mut self, kind: PartKind<'_>, bytes: &[u8]) -> Result<()> {
+        use std::io::Write;
+        self.written
+            .write_all(bytes)
+            .expect("hashing into a sink cannot fail");
         let sha256 = Digest::of(bytes);
         let raw_bytes = bytes.len() as u64;
         let (stored_bytes, created) = match &mut self.mode {
             Mode::HashOnly => (0, false),
-            Mode::Write(store, encoder) => {
-                let stored = store.odb().put(&sha256, bytes, encoder)?;
-                (stored.stored_bytes, stored.created)
+            Mode::Pack(odb, writer, pending) => {
+                if writer.contains(&sha256) {
+                    (0, false)
+                } else if let Some(found) = odb.reuse(&sha256)? {
+                    (found.stored_bytes, false)
+                } else if !pending.lock().expect("never poisoned").insert(sha256) {
+                    (0, false)
+                } else {
+                    writer.add(&sha256, bytes)?;
+                    (0, true)
+                }
             }
-            Mode::DryRun(store, encoder, counted) => match store.odb().stored_bytes(&sha256)? {
+            Mode::DryRun(odb, encoder, counted) => match odb.stored_bytes(&sha256)? {
                 Some(n) => (n, false),
                 None if !counted.lock().expect("never poisoned").insert(sha256) => (0, false),
                 None => (encoder.compressed_len(bytes)?, true),

@@ -124,6 +124,11 @@ impl Pack {
         self.index.header().blocks
     }
 
+    /// The size of the .idx file.
+    pub fn index_bytes(&self) -> u64 {
+        self.index.header().index_len()
+    }
+
     /// The size of the .pack file.
     pub fn pack_bytes(&self) -> u64 {
         self.index.header().pack_bytes

@@ -1,0 +1,105 @@
+//! The stamp cache: for each source found up to date or folded, the stamp it had (size, mtime and
+//! ctime to the nanosecond, inode, device) and the size and sha256 of its bytes then. A source
+//! whose stamp is unchanged and whose manifest records those bytes is up to date without being
+//! read, as git's index answers `git status` from metadata.
+//!
+//! A cache, never a record: it lives in `<store>/cache/stamps.jsonl`, is not mirrored, and a
+//! missing or damaged file (or an entry that does not parse) only means sources are read again.
+//! An entry can only say "these bytes were here at this stamp"; the manifest must agree too.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::stamp::Stamp;
+use crate::error::Result;
+use crate::store::Store;
+use crate::store::manifest::Source;
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    path: String,
+    #[serde(flatten)]
+    stamp: Stamp,
+    source: Source,
+}
+
+#[derive(Default)]
+pub struct Stamps {
+    file: Option<PathBuf>,
+    entries: Mutex<HashMap<PathBuf, (Stamp, Source)>>,
+    changed: Mutex<bool>,
+}
+
+impl Stamps {
+    /// The cache of `store` (empty when it has none yet).
+    pub fn load(store: &Store) -> Self {
+        let file = store.cache_dir().join("stamps.jsonl");
+        let mut entries = HashMap::new();
+        if let Ok(reader) = std::fs::File::open(&file).map(std::io::BufReader::new) {
+            for line in reader.lines().map_while(|l| l.ok()) {
+                if let Ok(entry) = serde_json::from_str::<Entry>(&line) {
+                    entries.insert(PathBuf::from(entry.path), (entry.stamp, entry.source));
+                }
+            }
+        }
+        Self {
+            file: Some(file),
+            entries: Mutex::new(entries),
+            changed: Mutex::new(false),
+        }
+    }
+
+    /// Whether `path`, now at `stamp`, held `source`'s bytes when last seen.
+    pub fn knows(&self, path: &Path, stamp: &Stamp, source: &Source) -> bool {
+        self.entries
+            .lock()
+            .expect("never poisoned")
+            .get(path)
+            .is_some_and(|(s, src)| s == stamp && src == source)
+    }
+
+    /// `path` at `stamp` holds `source`'s bytes (they were just read, or just folded).
+    pub fn record(&self, path: &Path, stamp: &Stamp, source: &Source) {
+        let previous = self
+            .entries
+            .lock()
+            .expect("never poisoned")
+            .insert(path.to_path_buf(), (*stamp, *source));
+        if previous != Some((*stamp, *source)) {
+            *self.changed.lock().expect("never poisoned") = true;
+        }
+    }
+
+    /// Write the cache back (atomically) if anything changed. Entries of sources that are gone
+    /// are dropped.
+    pub fn save(&self, store: &Store) -> Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        if !*self.changed.lock().expect("never poisoned") {
+            return Ok(());
+        }
+        let entries = self.entries.lock().expect("never poisoned");
+        let mut text = Vec::new();
+        let mut sorted: Vec<_> = entries.iter().filter(|(path, _)| path.exists()).collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        for (path, (stamp, source)) in sorted {
+            // Paths that are not UTF-8 are not cached (their sources are simply read again).
+            let Some(path) = path.to_str() else { continue };
+            let entry = Entry {
+                path: path.to_string(),
+                stamp: *stamp,
+                source: *source,
+            };
+            serde_json::to_writer(&mut text, &entry).expect("entries serialize");
+            text.push(b'\n');
+        }
+        crate::store::create_private_dir(&store.cache_dir())?;
+        crate::store::atomic::write_file(&store.tmp_dir(), ".stamps-", file, &text, true)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,112 @@
+//! Repacking: objects from some packs and from loose files rewritten into one new pack, in an
+//! order that keeps each session's objects together, then the packs and loose files they came
+//! from removed.
+//!
+//! The new pack is in place and durable before anything is removed, so a crash at any point leaves
+//! every object readable (at worst twice, until the next repack). Registered dictionaries stay
+//! loose: a frame written with a dictionary must never be needed to read that dictionary. Callers
+//! hold the store lock exclusive. Not for deciding what is garbage: that is gc's job, passed in as
+//! `keep`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::pack::{PackInfo, PackOptions};
+use super::{Listed, Odb, Place};
+use crate::digest::Digest;
+use crate::error::Result;
+
+/// What to rewrite.
+pub struct Sources {
+    /// Packs to rewrite: each is removed once its kept objects are in the new pack.
+    pub packs: Vec<Digest>,
+    /// Pack the loose objects too (all but registered dictionaries).
+    pub loose: bool,
+}
+
+/// What a repack did.
+#[derive(Debug, Default)]
+pub struct Repacked {
+    pub pack: Option<PackInfo>,
+    pub removed_packs: Vec<Digest>,
+    /// Loose objects whose files were removed: now in the new pack, or in a pack already.
+    pub packed_loose: u64,
+    /// Objects `keep` refused, with where they were: gone now.
+    pub dropped: Vec<(Digest, Place)>,
+}
+
+/// Rewrite `sources` into one pack written with `options`. Objects go in the order `order` names
+/// them (each session's parts, say), then the rest in the order they were found; an object `keep`
+/// refuses is left out and its loose file removed. Loose objects already in a pack that stays are
+/// duplicates: their files are removed.
+pub fn repack(
+    odb: &Odb,
+    sources: &Sources,
+    order: impl IntoIterator<Item = Digest>,
+    keep: impl Fn(&Digest, Place) -> bool,
+    options: PackOptions,
+) -> Result<Repacked> {
+    let dictionaries: HashSet<Digest> = odb.dictionaries()?.into_iter().collect();
+    let rewritten: HashSet<Digest> = sources.packs.iter().copied().collect();
+    // Every object of the sources with where it is, in the order found; an object listed in
+    // several places keeps its first. Objects in packs that stay are not moved.
+    let mut found: Vec<(Digest, Place)> = Vec::new();
+    let mut loose = Vec::new();
+    let mut seen = HashSet::new();
+    let mut staying = HashSet::new();
+    for entry in odb.list()? {
+        let Listed::Object { digest, place } = entry else {
+            continue;
+        };
+        match place {
+            Place::Pack(name) if !rewritten.contains(&name) => {
+                staying.insert(digest);
+                continue;
+            }
+            Place::Loose if !sources.loose || dictionaries.contains(&digest) => continue,
+            Place::Loose => loose.push(digest),
+            Place::Pack(_) => {}
+            Place::Codexfold => continue,
+        }
+        if seen.insert(digest) {
+            found.push((digest, place));
+        }
+    }
+    let places: HashMap<Digest, Place> = found.iter().copied().collect();
+    let mut done = Repacked::default();
+    let mut dropped = HashSet::new();
+    let mut writer = odb.pack_writer(options)?;
+    let ordered = order
+        .into_iter()
+        .filter_map(|digest| places.get(&digest).map(|&place| (digest, place)));
+    for (digest, place) in ordered.chain(found.iter().copied()) {
+        if staying.contains(&digest) || writer.contains(&digest) || dropped.contains(&digest) {
+            continue;
+        }
+        if !keep(&digest, place) {
+            dropped.insert(digest);
+            done.dropped.push((digest, place));
+            continue;
+        }
+        let bytes = odb.read_to_vec(&digest, None)?;
+        if dictionaries.contains(&digest) {
+            // A dictionary that came in a pack leaves it as a loose object written without one.
+            let mut encoder = super::Encoder::new(super::DEFAULT_LEVEL)?;
+            odb.loose.put(&digest, &bytes, &mut encoder)?;
+            odb.sync()?;
+            continue;
+        }
+        writer.add(&digest, &bytes)?;
+    }
+    done.pack = odb.commit_pack(writer)?;
+    for name in &sources.packs {
+        odb.remove_pack(name)?;
+        done.removed_packs.push(*name);
+    }
+    for digest in loose {
+        odb.remove_loose(&digest)?;
+        if !dropped.contains(&digest) {
+            done.packed_loose += 1;
+        }
+    }
+    Ok(done)
+}
