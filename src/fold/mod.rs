@@ -189,7 +189,7 @@ fn fold_into(
         }
     }
     // Seeds are defined for agent sessions; any other JSONL file is folded without them.
-    let agent = found.agent != crate::sources::Agent::File;
+    let agent = found.agent.is_some();
     if options.apply && options.seeds && agent && report.action == Action::Fold {
         // From the store, not the source: the index must describe exactly the folded bytes.
         match crate::seeds::index_folded_session(store, &manifest) {
