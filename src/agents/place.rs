@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use super::{Agent, Homes};
 use crate::error::{Error, Result};
+use crate::store::Store;
 use crate::store::manifest::Session;
 
 /// A session's place: its agent, and its path under that agent's home.
@@ -25,26 +26,29 @@ pub struct Place {
 
 /// Why restore will not place a session without `--to`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unplaced {
+pub struct Unplaced {
+    pub rollout_path: String,
+    pub why: Why,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
     NotAbsolute,
     /// An empty, `.` or `..` component, or one holding a control character.
     Component(String),
-    /// No agent keeps a session at a path ending so (or the file name names another session).
+    /// No agent keeps this session at a path ending so (or the file name names another session).
     Shape,
 }
 
 impl fmt::Display for Unplaced {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotAbsolute => f.write_str("rollout_path is not an absolute path"),
-            Self::Component(c) => write!(f, "rollout_path has a {c:?} component"),
-            Self::Shape => {
+        write!(f, "rollout_path {:?} ", self.rollout_path)?;
+        match &self.why {
+            Why::NotAbsolute => f.write_str("is not an absolute path"),
+            Why::Component(c) => write!(f, "has a {c:?} component"),
+            Why::Shape => {
                 let names: Vec<&str> = Agent::ALL.iter().map(|a| a.format().name()).collect();
-                write!(
-                    f,
-                    "rollout_path is not where {} keeps this session",
-                    names.join(" or ")
-                )
+                write!(f, "is not where {} keeps this session", names.join(" or "))
             }
         }
     }
@@ -52,16 +56,20 @@ impl fmt::Display for Unplaced {
 
 /// The place of `session`, from its `rollout_path` when that has exactly an agent's shape.
 pub fn place(session: &Session) -> std::result::Result<Place, Unplaced> {
+    let unplaced = |why| Unplaced {
+        rollout_path: session.rollout_path.clone(),
+        why,
+    };
     let rest = session
         .rollout_path
         .strip_prefix('/')
-        .ok_or(Unplaced::NotAbsolute)?;
+        .ok_or_else(|| unplaced(Why::NotAbsolute))?;
     let parts: Vec<&str> = rest.split('/').collect();
     if let Some(bad) = parts
         .iter()
         .find(|p| p.is_empty() || **p == "." || **p == ".." || p.chars().any(char::is_control))
     {
-        return Err(Unplaced::Component(bad.to_string()));
+        return Err(unplaced(Why::Component(bad.to_string())));
     }
     Agent::ALL
         .into_iter()
@@ -69,17 +77,43 @@ pub fn place(session: &Session) -> std::result::Result<Place, Unplaced> {
             let rel = agent.format().place(&parts, &session.id)?;
             Some(Place { agent, rel })
         })
-        .ok_or(Unplaced::Shape)
+        .ok_or_else(|| unplaced(Why::Shape))
+}
+
+/// A manifest of a store whose session restore will not place without `--to`.
+#[derive(Debug, Clone)]
+pub struct UnplacedManifest {
+    pub path: PathBuf,
+    pub session: String,
+    pub unplaced: Unplaced,
+}
+
+/// Every readable manifest of `store` (generations and conflicts included) whose session restore
+/// will not place without `--to`. (An unreadable one, or one with an unsafe id, is fsck's.)
+pub fn unplaced_manifests(store: &Store) -> Result<Vec<UnplacedManifest>> {
+    let mut found = Vec::new();
+    for path in store.manifest_files()? {
+        let Ok(manifest) = Store::load_manifest_file(&path) else {
+            continue;
+        };
+        if let Err(unplaced) = place(&manifest.session) {
+            found.push(UnplacedManifest {
+                path,
+                session: manifest.session.id,
+                unplaced,
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// Where restore writes `session` on this machine when not told: its place under this machine's
 /// home of its agent. The home must exist (restore creates folders inside its session tree, never
 /// the home itself: a missing one is more likely a mistyped variable than a wish).
 pub fn default_target(session: &Session, homes: &Homes) -> Result<PathBuf> {
-    let place = place(session).map_err(|why| {
+    let place = place(session).map_err(|unplaced| {
         Error::failed(format!(
-            "{why} ({:?}): restore places a session only under this machine's agent homes; use --to PATH",
-            session.rollout_path
+            "{unplaced}: restore places a session only under this machine's agent homes; use --to PATH"
         ))
     })?;
     let home = homes.of(place.agent);
@@ -148,34 +182,41 @@ mod tests {
     #[test]
     fn anything_else_is_refused_with_its_reason() {
         let name = format!("rollout-2026-05-11T11-26-55-{CODEX_ID}.jsonl");
-        for (path, why) in [
-            (format!("sessions/2026/05/11/{name}"), Unplaced::NotAbsolute),
+        let why = |id: &str, path: &str| place(&session(id, path)).map(|_| ()).unwrap_err().why;
+        for (path, expected) in [
+            (format!("sessions/2026/05/11/{name}"), Why::NotAbsolute),
             (
                 format!("/h/.codex/sessions/../archived_sessions/{name}"),
-                Unplaced::Component("..".into()),
+                Why::Component("..".into()),
             ),
             (
                 format!("/h/.codex/./archived_sessions/{name}"),
-                Unplaced::Component(".".into()),
+                Why::Component(".".into()),
             ),
             (
                 format!("/h/.codex//archived_sessions/{name}"),
-                Unplaced::Component("".into()),
+                Why::Component("".into()),
             ),
             (
                 "/root/.config/autostart-pwned/evil.desktop".into(),
-                Unplaced::Shape,
+                Why::Shape,
             ),
-            ("/etc/cron.d/evil".into(), Unplaced::Shape),
-            ("/tmp/notes.jsonl".into(), Unplaced::Shape),
+            ("/etc/cron.d/evil".into(), Why::Shape),
+            ("/tmp/notes.jsonl".into(), Why::Shape),
         ] {
-            assert_eq!(place(&session(CODEX_ID, &path)), Err(why), "{path}");
+            assert_eq!(why(CODEX_ID, &path), expected, "{path}");
         }
         // Another session's file name.
         let other = format!("/h/.codex/archived_sessions/{name}");
         assert_eq!(
-            place(&session("019e1625-789d-76c0-80ab-000000000000", &other)),
-            Err(Unplaced::Shape)
+            why("019e1625-789d-76c0-80ab-000000000000", &other),
+            Why::Shape
+        );
+        assert_eq!(
+            place(&session(CODEX_ID, "/etc/cron.d/evil"))
+                .unwrap_err()
+                .to_string(),
+            r#"rollout_path "/etc/cron.d/evil" is not where Codex or Pi keeps this session"#
         );
     }
 
