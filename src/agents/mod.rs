@@ -35,8 +35,10 @@ pub enum Agent {
 }
 
 impl Agent {
+    /// Every agent, in the order their openings are tried on a file's first line.
     pub const ALL: [Agent; 2] = [Agent::Codex, Agent::Pi];
 
+    /// What this agent's files are: the one dispatch on the agent.
     pub fn format(self) -> &'static dyn Format {
         match self {
             Agent::Codex => &codex::Codex,

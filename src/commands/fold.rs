@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::agents::Homes;
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::commands::{LevelArgs, SettingsArgs};
 use crate::error::{Result, write_failed};
 use crate::fold::{Action, Options, Removal, Report, fold_session};
-use crate::sources::{Discovery, Homes, discover};
+use crate::sources::{Discovery, discover};
 use crate::store::Store;
 use crate::store::lock::Mode as LockMode;
 use crate::store::union::union_lines;

@@ -5,15 +5,13 @@
 //! This module only reads, and only drives: what each agent keeps where, and what its files say,
 //! is `agents`'. It knows nothing of the store (see `fold` for what happens to what is found).
 
-pub use crate::agents::Homes;
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::agents::lines::for_each_line;
-use crate::agents::{Agent, Titles, Tree};
+use crate::agents::{Agent, Homes, Titles, Tree};
 use crate::error::{Error, IoContext, Result};
 use crate::store::check_session_id;
 use crate::store::manifest::Session;
