@@ -13,19 +13,25 @@ use serde_json::Value;
 
 use crate::agents::Meta;
 use crate::agents::content::{self, Content, text_of};
-use crate::agents::json::{Object, any, lenient};
+use crate::agents::json::{Object, Shape, any, lenient};
 
-/// What the skeleton reads of a line.
+/// A line's envelope, `{"timestamp","type","payload"}`, with the payload read as `P`.
 #[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct Head<'a> {
+#[serde(default, bound(deserialize = "P: Shape<'de> + Default"))]
+pub struct Envelope<'a, P> {
     #[serde(borrow, deserialize_with = "lenient")]
     pub timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, rename = "type", deserialize_with = "lenient")]
     pub kind: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient")]
-    pub payload: Option<HeadPayload<'a>>,
+    #[serde(deserialize_with = "lenient")]
+    pub payload: Option<P>,
 }
+
+/// What the skeleton reads of a line.
+pub type Head<'a> = Envelope<'a, HeadPayload<'a>>;
+
+/// What blocks and titles read of a line.
+pub type Line<'a> = Envelope<'a, Payload<'a>>;
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -78,18 +84,6 @@ pub struct TokenUsage {
 }
 
 impl<'de> Object<'de> for TokenUsage {}
-
-/// What blocks and titles read of a line.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct Line<'a> {
-    #[serde(borrow, deserialize_with = "lenient")]
-    pub timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, rename = "type", deserialize_with = "lenient")]
-    pub kind: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient")]
-    pub payload: Option<Payload<'a>>,
-}
 
 /// A payload: the fields of every item and event that blocks and titles read, side by side
 /// (a flat struct reads fastest; which ones mean something depends on the `type`s).
