@@ -23,21 +23,26 @@ pub struct Parsed<'a, T> {
     pub value: T,
     /// The text `value` was read from: the line itself, or a repaired or rewritten copy of it.
     text: &'a str,
-    line: &'a [u8],
+    /// The line, when `text` spells every value at the same place as it (the line itself, or a
+    /// repaired copy: one `\uXXXX` escape stands for another of the same length).
+    aligned: Option<&'a [u8]>,
 }
 
 impl<'a, T> Parsed<'a, T> {
-    /// `raw`, a value of this line, spelled as the line spells it. A repaired line has the line's
-    /// length (one `\uXXXX` escape stands for another), so the value stands at the same place in
-    /// the line; a rewritten one (see [`parse`]) has no such place and gives `raw` as it is.
+    /// `raw`, a value of this line, spelled as the line spells it; a line read through a `Value`
+    /// (see [`parse`]) gives it as `Value` spells it.
     pub fn as_written(&self, raw: &'a RawValue) -> &'a str {
         let spelled = raw.get();
-        let start = (spelled.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
-        let end = start.wrapping_add(spelled.len());
-        if self.text.len() != self.line.len() || end > self.text.len() || start > end {
+        let Some(line) = self.aligned else {
             return spelled;
+        };
+        let start = (spelled.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        match start.checked_add(spelled.len()) {
+            Some(end) if end <= line.len() => {
+                std::str::from_utf8(&line[start..end]).unwrap_or(spelled)
+            }
+            _ => spelled,
         }
-        std::str::from_utf8(&self.line[start..end]).unwrap_or(spelled)
     }
 }
 
@@ -65,7 +70,11 @@ pub fn parse<'a, T: Deserialize<'a>>(
     }
     let text = std::str::from_utf8(line).ok()?;
     if let Ok(value) = serde_json::from_str(text) {
-        return Some(Parsed { value, text, line });
+        return Some(Parsed {
+            value,
+            text,
+            aligned: Some(line),
+        });
     }
     let Scratch {
         repaired,
@@ -78,7 +87,7 @@ pub fn parse<'a, T: Deserialize<'a>>(
             return Some(Parsed {
                 value,
                 text: repaired,
-                line,
+                aligned: Some(line),
             });
         }
         source = repaired.as_bytes();
@@ -92,7 +101,7 @@ pub fn parse<'a, T: Deserialize<'a>>(
     Some(Parsed {
         value,
         text: rewritten,
-        line,
+        aligned: None,
     })
 }
 
