@@ -151,14 +151,14 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s q -l quiet -d '
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s V -l version -d 'Print version'
-complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l to -d 'Where to write it [default: the manifest\'s rollout_path]' -r -F
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l to -d 'Where to write it [default: the session\'s place under this machine\'s agent home]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l overwrite -d 'Replace an existing file at the target'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s V -l version -d 'Print version'
-complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l to -d 'Where to write it [default: the manifest\'s rollout_path]' -r -F
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l to -d 'Where to write it [default: the session\'s place under this machine\'s agent home]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l overwrite -d 'Replace an existing file at the target'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'

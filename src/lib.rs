@@ -4,6 +4,7 @@
 //! (one module per command, taking writers, never printing or exiting) → the engine: [`segment`]
 //! (pure functions over bytes) and [`store`] (objects, manifests, reconstruction).
 
+pub mod agents;
 pub mod cli;
 pub mod commands;
 pub mod digest;

@@ -180,7 +180,7 @@ fn new_stored_bytes(parts: &[Value], before: &HashSet<Digest>) -> (u64, u64) {
     (raw, stored)
 }
 
-/// Restore every session by id (to its rollout_path, where the agent looks) and compare.
+/// Restore every session by id (to its place under the agent's home, where it looks) and compare.
 fn restore_all(env: &Env, written: &Written, originals: &[Vec<u8>]) {
     for (session, original) in written.sessions().into_iter().zip(originals) {
         assert!(
@@ -246,7 +246,9 @@ fn resume_restored(written: &Written, original: &[u8]) -> Vec<u8> {
 /// fold stores little more than the new tail.
 fn plumbing_journey(kind: Kind) {
     let written = write_sessions(kind);
-    let env = Env::new();
+    let mut env = Env::new();
+    // Restore puts a session under this machine's home of its agent, as discovery finds it.
+    env.set(written.agent.config_var(), written.agent.config_dir());
     let originals: Vec<Vec<u8>> = written
         .sessions()
         .iter()

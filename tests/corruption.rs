@@ -228,19 +228,26 @@ fn write_manifest_refuses_missing_objects_lying_parts_and_existing_manifests() {
 }
 
 #[test]
-fn restore_keeps_an_existing_target_unless_overwrite_and_defaults_to_rollout_path() {
+fn restore_keeps_an_existing_target_unless_overwrite_and_places_no_file_folded_by_path() {
     let env = Env::new();
     let (source, _, _) = folded(&env);
     let original = fs::read(&source).unwrap();
-    // Default target: the rollout_path, which is the absolute source path.
+    let to = ["--to", source.to_str().unwrap()];
+    // A file folded by path has no agent's place: restore names no target of its own.
     env.run("ctxfold", ["restore", "s"])
+        .fails(3)
+        .one_line_error("is not where Codex or Pi keeps this session");
+    env.run("ctxfold", ["restore", "s", to[0], to[1]])
         .fails(3)
         .one_line_error("exists (use --overwrite");
     fs::write(&source, b"changed").unwrap();
-    env.run("ctxfold", ["materialize", "s", "--overwrite"]).ok();
+    env.run("ctxfold", ["materialize", "s", to[0], to[1], "--overwrite"])
+        .ok();
     assert_eq!(fs::read(&source).unwrap(), original);
     fs::remove_file(&source).unwrap();
-    env.run("ctxfold", ["restore", "s"]).ok();
+    env.run("ctxfold", ["restore", "s"]).fails(3);
+    assert!(!source.exists());
+    env.run("ctxfold", ["restore", "s", to[0], to[1]]).ok();
     assert_eq!(fs::read(&source).unwrap(), original);
     env.run("ctxfold", ["restore", "nope"])
         .fails(1)

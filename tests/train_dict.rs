@@ -125,20 +125,26 @@ fn a_manifest_naming_a_missing_dictionary_is_refused() {
 
 #[test]
 fn a_codex_zst_archive_folds_as_its_plain_bytes_and_restores_beside_it() {
-    let env = Env::new();
+    let mut env = Env::new();
     let file = &fixture_files()[0];
     let plain = std::fs::read(file).unwrap();
-    let archive = env.path("rollout-x.jsonl.zst");
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let id = &name[name.len() - ".jsonl".len() - 36..name.len() - ".jsonl".len()];
+    let codex = env.path("codex");
+    let archived = codex.join("archived_sessions");
+    std::fs::create_dir_all(&archived).unwrap();
+    env.set("CODEX_HOME", &codex);
+    let archive = archived.join(format!("{name}.zst"));
     std::fs::write(&archive, zstd::encode_all(&plain[..], 3).unwrap()).unwrap();
-    fold(&env, &archive, "x");
-    let m = manifest(&env, "x");
+    fold(&env, &archive, id);
+    let m = manifest(&env, id);
     assert_eq!(m["source"]["bytes"], plain.len() as u64);
     assert_eq!(
         m["session"]["rollout_path"],
-        env.path("rollout-x.jsonl").to_str().unwrap()
+        archived.join(name).to_str().unwrap()
     );
-    env.run("ctxfold", ["restore", "x"]).ok();
-    assert_eq!(std::fs::read(env.path("rollout-x.jsonl")).unwrap(), plain);
+    env.run("ctxfold", ["restore", id]).ok();
+    assert_eq!(std::fs::read(archived.join(name)).unwrap(), plain);
 }
 
 /// The porcelain with a dictionary: fold writes new objects with the current one and names it, gc

@@ -4,13 +4,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::agents::Homes;
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::{LevelArgs, SettingsArgs};
 use crate::error::Result;
 use crate::fold::run::fold_all;
 use crate::fold::{Action, Options, Removal, Report};
-use crate::sources::{Discovery, Homes, discover};
+use crate::sources::{Discovery, discover};
 use crate::store::Store;
 use crate::store::lock::Mode as LockMode;
 use crate::store::union::union_lines;

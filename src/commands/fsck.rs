@@ -1,5 +1,6 @@
 //! `ctxfold fsck`: the store checked, findings one per line.
 
+use crate::agents::place::unplaced_manifests;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
 use crate::error::Result;
 use crate::store::fsck::check;
@@ -12,8 +13,11 @@ use crate::store::fsck::check;
 ///
 /// Prints one finding per line: `bad manifest PATH: WHY`, `missing object SHA256 (named by PATH)`,
 /// `corrupt object SHA256: WHY`, `stray file PATH`, `bad reconstruction PATH: WHY`, and
-/// `unreferenced object SHA256`. Unreferenced objects are a note, not a fault (gc removes them);
-/// anything else makes the exit status 1.
+/// `unreferenced object SHA256`, and `unplaced manifest PATH: WHY` for a session restore will not
+/// put back without --to (see ctxfold-restore: a file folded by path, or a rollout_path that is not
+/// where its agent keeps it, as a manifest edited or brought by a remote may have). Unreferenced
+/// objects and unplaced manifests are notes, not faults (gc removes the objects; the sessions are
+/// sound and restore with --to); anything else makes the exit status 1.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fsck", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct FsckArgs {
@@ -45,6 +49,18 @@ impl Command for FsckArgs {
             }
             emit(out, &finding)
         })?;
+        let unplaced = unplaced_manifests(&store)?;
+        for manifest in &unplaced {
+            emit(
+                io.out,
+                format_args!(
+                    "unplaced manifest {}: {}; restore {} needs --to",
+                    manifest.path.display(),
+                    manifest.unplaced,
+                    manifest.session
+                ),
+            )?;
+        }
         let depth = if self.full {
             "objects re-hashed, reconstructions checked"
         } else {
@@ -53,8 +69,9 @@ impl Command for FsckArgs {
         emit(
             io.out,
             format_args!(
-                "{faults} problems, {notes} unreferenced objects (gc removes them{}); {depth}",
-                if list_notes { "" } else { ", -v lists them" }
+                "{faults} problems, {notes} unreferenced objects (gc removes them{}), {} unplaced manifests; {depth}",
+                if list_notes { "" } else { ", -v lists them" },
+                unplaced.len()
             ),
         )?;
         Ok(if faults == 0 {

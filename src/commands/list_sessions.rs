@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
+use crate::agents::Homes;
 use crate::cli::{Command, Io, Status, emit};
 use crate::error::Result;
-use crate::sources::{Homes, discover};
+use crate::sources::discover;
 
 /// List the session files found, with the fields their manifests would record (JSON Lines)
 ///

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::agents::Homes;
+use crate::agents::place::default_target;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::store::reconstruct::restore_file;
@@ -10,16 +12,26 @@ use crate::store::reconstruct::restore_file;
 ///
 /// The session is written to a temp file beside the target, its sha256 and size are checked
 /// against the manifest, it is fsynced and only then renamed into place; on any mismatch the
-/// target is untouched, the temp file is removed and the exit status is 1. The default target is
-/// the manifest's rollout_path, so a removed rollout comes back where its agent looks for it.
-/// `materialize` is a verified restore, not transparent access to a folded session.
+/// target is untouched, the temp file is removed and the exit status is 1. `materialize` is a
+/// verified restore, not transparent access to a folded session.
+///
+/// Without --to, the session goes back where its agent looks for it on this machine. That place is
+/// computed, never taken from the manifest (which may come from another machine, or from a git
+/// remote): the manifest's rollout_path must end exactly as the agent places a session, with the
+/// session's own id in the file name and no `.`, `..` or empty component anywhere, and only that
+/// ending is kept, under this machine's home of the agent ($CODEX_HOME, default ~/.codex:
+/// sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, the folders the date of the name, or
+/// archived_sessions/rollout-<time>-<id>.jsonl; $PI_CODING_AGENT_DIR, default ~/.pi/agent:
+/// sessions/--<cwd>--/<time>_<id>.jsonl). The home must exist (run the agent once, or set its
+/// variable); folders are created only inside its session tree. Any other session (a file folded
+/// by path, a rollout_path of another shape) is refused: name the target with --to.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-restore", version, visible_alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]
 pub struct RestoreArgs {
     /// The folded session's id
     #[arg(value_name = "SESSION")]
     pub session: String,
-    /// Where to write it [default: the manifest's rollout_path]
+    /// Where to write it [default: the session's place under this machine's agent home]
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub to: Option<PathBuf>,
     /// Replace an existing file at the target
@@ -35,11 +47,14 @@ impl Command for RestoreArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
         let manifest = store.load_manifest(&self.session)?;
-        let target = self
-            .to
-            .unwrap_or_else(|| PathBuf::from(&manifest.session.rollout_path));
-        restore_file(&store, &manifest, &target, self.overwrite)
-            .map_err(|e| e.context(format_args!("restore {}", self.session)))?;
+        let restore = || {
+            let target = match self.to {
+                Some(to) => to,
+                None => default_target(&manifest.session, &Homes::from_env()?)?,
+            };
+            restore_file(&store, &manifest, &target, self.overwrite).map(|()| target)
+        };
+        let target = restore().map_err(|e| e.context(format_args!("restore {}", self.session)))?;
         emit(io.out, target.display())?;
         Ok(Status::Success)
     }

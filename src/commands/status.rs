@@ -5,11 +5,12 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::agents::Homes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::fold::compare::{State, compare};
 use crate::fold::stamp::Stamp;
-use crate::sources::{Found, Homes, discover};
+use crate::sources::{Found, discover};
 use crate::store::Store;
 
 /// Show each session found: new, up to date, grown since folded, or changed

@@ -27,7 +27,13 @@ use crate::mirror::{Mirror, git};
 /// `manifests/conflicts/<id>@<first 12 hex of its source sha256>.json` and reported. Seed indexes
 /// become the union of their lines, local lines first. The store lock is held shared while merging.
 ///
-/// Prints what changed (with --json, one JSON object).
+/// A manifest's bytes are verified; its rollout_path is not trusted. Each manifest added whose
+/// session `ctxfold restore` will not put back by itself (a file folded by path, or a rollout_path
+/// that is not where its agent keeps that session: see ctxfold-restore) is named in a note on
+/// stderr, one line each, and kept: it restores with --to. A manifest with an unsafe session id
+/// (one that is not a plain file name) is refused like any invalid manifest.
+///
+/// Prints what changed (with --json, one JSON object, the notes in its `unplaced`).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-sync", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct SyncArgs {
@@ -78,8 +84,9 @@ fn default_remote(mirror: &Mirror) -> Result<String> {
 /// Make an empty store a copy of a remote's: the remote becomes `origin`, then the store syncs
 ///
 /// The store (created when missing) must hold no session yet; its mirror repository gets URL as
-/// remote `origin` and `ctxfold sync origin` runs, fetching and verifying everything. A `sync`
-/// into an empty store does the same with a remote added by hand.
+/// remote `origin` and `ctxfold sync origin` runs, fetching and verifying everything, and noting
+/// on stderr each session `ctxfold restore` will not place without --to (see ctxfold-sync). A
+/// `sync` into an empty store does the same with a remote added by hand.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-clone", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct CloneArgs {
@@ -107,6 +114,12 @@ impl Command for CloneArgs {
 }
 
 fn report(io: &mut Io<'_>, outcome: &Outcome, json: bool) -> Result<Status> {
+    for unplaced in &outcome.merged.unplaced {
+        io.note(format_args!(
+            "{} ({}): {}; restore {} needs --to",
+            unplaced.session, unplaced.manifest, unplaced.why, unplaced.session
+        ));
+    }
     if json {
         emit(
             io.out,

@@ -20,7 +20,7 @@ use crate::digest::Digest;
 use crate::error::{Cause, Error, Result};
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
-use crate::sources::{Agent, Found};
+use crate::sources::Found;
 use crate::store::Store;
 use crate::store::manifest::Manifest;
 
@@ -222,7 +222,7 @@ fn finish(
     // Seeds are defined for agent sessions; any other JSONL file is folded without them.
     if let Some(manifest) = &committed
         && options.seeds
-        && found.agent != Agent::File
+        && found.agent.is_some()
     {
         match crate::seeds::index_folded_source(store, manifest, &found.path) {
             Ok(records) => report.seed_records = Some(records),

@@ -4,67 +4,28 @@
 //! parent, timestamp and what kind of entry it is: enough to find branches, compactions, edits and
 //! usage); [`Ledger::walk`] then streams the entries again and hands out their blocks. Memory is the
 //! largest line plus the skeleton (and the content of `context_edit` replacements, which are small).
-//! The format is detected from the first parseable line; unparseable lines are passed over and
-//! counted, never fatal. This module knows nothing of seed records.
+//! The agent is detected from the first parseable line; unparseable lines are passed over and
+//! counted, never fatal. What a line means (its skeleton, its blocks) is its agent's module's
+//! (`agents`); this module drives the passes and knows nothing of seed records.
 
 pub mod block;
-mod codex;
-mod pi;
+mod entry;
 pub mod source;
-mod surrogates;
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
-
 pub use block::{Block, BlockKind, Call};
+pub use entry::{Entry, EntryKind};
 pub use source::{FileSource, FoldedFile, Source, StoreSource};
 
+use crate::agents::{Agent, json};
 use crate::error::{Error, Result};
 use source::Lines;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Pi,
-    Codex,
-}
-
-/// The skeleton of one parsed entry (a Pi entry, a Codex line).
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// Pi: the entry's `id` (v2+); Codex: none.
-    pub id: Option<String>,
-    /// The previous entry on its branch (Pi: by `parentId`; v1 and Codex: the entry before).
-    pub parent: Option<usize>,
-    /// The entry's timestamp as written.
-    pub timestamp: String,
-    pub kind: EntryKind,
-}
-
-#[derive(Debug, Clone)]
-pub enum EntryKind {
-    /// The Pi header, and anything that makes no blocks and matters to no plan.
-    Other,
-    /// An entry that may make blocks; `tokens` is the context size an assistant message reports.
-    Message { tokens: Option<u64> },
-    /// A compaction: the entries before `first_kept` on its branch are compacted (Codex: all before).
-    Compaction {
-        first_kept: Option<usize>,
-        tokens: Option<u64>,
-    },
-    /// A Pi `context_edit`: `replacement` is the new content, or `None` to omit the target.
-    Edit {
-        target: Option<usize>,
-        replacement: Option<Value>,
-    },
-    /// A usage report: context tokens, and the window when the ledger says it.
-    Usage { tokens: u64, window: Option<u64> },
-}
 
 /// A ledger after its first pass.
 pub struct Ledger<'s> {
     source: &'s dyn Source,
-    pub format: Format,
+    pub agent: Agent,
     pub session_id: String,
     pub cwd: Option<String>,
     pub entries: Vec<Entry>,
@@ -77,34 +38,40 @@ pub struct Visit<'l> {
     pub index: usize,
     pub entry: &'l Entry,
     pub blocks: Vec<Block>,
-    value: Value,
+    line: &'l [u8],
 }
 
 impl Ledger<'_> {
     pub fn scan(source: &dyn Source) -> Result<Ledger<'_>> {
         let mut lines = Lines::new(source)?;
-        let mut format = None;
+        let mut agent = None;
         let mut session_id = None;
         let mut cwd = None;
         let mut entries = Vec::new();
         let mut ids: HashMap<String, usize> = HashMap::new();
         let mut unparseable = 0;
         while let Some(line) = lines.next_line()? {
-            let Some(value) = parse(line) else {
+            let read = agent
+                .or_else(|| detect(line))
+                .and_then(|a| Some((a, a.format().skeleton(line, entries.len(), &ids)?)));
+            let Some((format, (entry, meta))) = read else {
                 unparseable += u64::from(!line.iter().all(u8::is_ascii_whitespace));
                 continue;
             };
-            let format = *format.get_or_insert_with(|| detect(&value));
-            let entry = match format {
-                Format::Pi => pi::skeleton(&value, entries.len(), &ids, &mut session_id, &mut cwd),
-                Format::Codex => codex::skeleton(&value, entries.len(), &mut session_id, &mut cwd),
-            };
+            agent = Some(format);
+            // The first opening names the session (Codex: the first `session_meta`, wherever).
+            if session_id.is_none()
+                && let Some(meta) = meta
+            {
+                session_id = meta.id;
+                cwd = meta.cwd;
+            }
             if let Some(id) = &entry.id {
                 ids.insert(id.clone(), entries.len());
             }
             entries.push(entry);
         }
-        let Some(format) = format else {
+        let Some(agent) = agent else {
             return Err(Error::bad_input(
                 source.describe(),
                 "not a session ledger (no JSON lines)",
@@ -118,7 +85,7 @@ impl Ledger<'_> {
         })?;
         Ok(Ledger {
             source,
-            format,
+            agent,
             session_id,
             cwd,
             entries,
@@ -165,24 +132,22 @@ impl Ledger<'_> {
     /// Stream the entries again; `visit` gets each one with its blocks.
     pub fn walk(&self, mut visit: impl FnMut(&Visit<'_>) -> Result<()>) -> Result<()> {
         let mut lines = Lines::new(self.source)?;
-        let mut codex = codex::Blocks::default();
+        let mut reader = self.agent.format().blocks();
         let mut index = 0;
         while let Some(line) = lines.next_line()? {
-            let Some(value) = parse(line) else { continue };
+            let Some(blocks) = reader.blocks(line) else {
+                continue;
+            };
             // A live session may have grown since the first pass: its appended entries wait for
             // the next read (the prefix read first is what every plan was made from).
             let Some(entry) = self.entries.get(index) else {
                 break;
             };
-            let blocks = match self.format {
-                Format::Pi => pi::blocks(&value, line),
-                Format::Codex => codex.blocks(&value),
-            };
             visit(&Visit {
                 index,
                 entry,
                 blocks,
-                value,
+                line,
             })?;
             index += 1;
         }
@@ -201,7 +166,7 @@ impl Ledger<'_> {
         };
         let content = replacement.as_ref()?;
         let edit_id = edit_entry.id.as_deref().unwrap_or_default();
-        Some(pi::edited_blocks(&visit.value, content, edit_id))
+        Some(self.agent.format().edited(visit.line, content, edit_id))
     }
 
     /// Locate blocks by id, as a resolver does: the latest block of each plain id over every branch,
@@ -252,56 +217,13 @@ impl Ledger<'_> {
     }
 }
 
-fn parse(line: &[u8]) -> Option<Value> {
-    match serde_json::from_slice::<Value>(line) {
-        Ok(value @ Value::Object(_)) => Some(value),
-        Ok(_) => None,
-        Err(_) => match serde_json::from_slice::<Value>(&surrogates::repair(line)?) {
-            Ok(value @ Value::Object(_)) => Some(value),
-            _ => None,
-        },
-    }
-}
-
-/// Pi sessions open with a `{"type":"session",…}` header; anything else is read as a Codex rollout
-/// (whose unknown line types make no blocks).
-fn detect(first: &Value) -> Format {
-    if first.get("type").and_then(Value::as_str) == Some("session") {
-        Format::Pi
-    } else {
-        Format::Codex
-    }
-}
-
-/// A timestamp field as written: a string as is, a number in its JSON spelling.
-fn timestamp_text(value: Option<&Value>) -> Option<String> {
-    match value? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// The `text` of the text parts of `content` joined by `\n` (a string content as is); and whether
-/// an image part was among them.
-fn text_of(content: Option<&Value>, text_types: &[&str]) -> (String, bool) {
-    match content {
-        Some(Value::String(s)) => (s.clone(), false),
-        Some(Value::Array(parts)) => {
-            let mut texts = Vec::new();
-            let mut image = false;
-            for part in parts {
-                let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
-                if text_types.contains(&kind) {
-                    if let Some(text) = part.get("text").and_then(Value::as_str) {
-                        texts.push(text);
-                    }
-                } else if kind.contains("image") {
-                    image = true;
-                }
-            }
-            (texts.join("\n"), image)
-        }
-        _ => (String::new(), false),
+/// The agent of a ledger whose first JSON object is `line`: whichever agent opens its files so,
+/// else Codex (a rollout's unknown line types make no blocks). `None` when `line` is not a JSON
+/// object.
+fn detect(line: &[u8]) -> Option<Agent> {
+    match Agent::of_first_line(line) {
+        Some((agent, _)) => Some(agent),
+        None => json::parse::<serde::de::IgnoredAny>(line, &mut json::Scratch::default())
+            .map(|_| Agent::Codex),
     }
 }

@@ -17,6 +17,10 @@
 //! otherwise both are kept, the remote's at `manifests/conflicts/<id>@<12 hex of its source
 //! sha256>.json`. Files in `manifests/` subfolders are added when new. Seed-index files become
 //! the union of their lines; other `context-fold/` files are added when new.
+//!
+//! Manifests are trusted for their bytes only: every manifest added whose session restore will
+//! not place by itself (its `rollout_path` is not an agent's place for it, see `agents::place`) is
+//! reported, and left as it is (a file folded by path is an honest one).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
@@ -29,6 +33,7 @@ use gix::objs::tree::Entry;
 
 use super::verify::Sources;
 use super::{GitContext, Mirror};
+use crate::agents::place::place;
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
 use crate::store::atomic::write_file;
@@ -54,6 +59,17 @@ pub struct Report {
     pub manifests_added: u64,
     pub seed_lines_added: u64,
     pub files_added: u64,
+    /// Manifests added whose sessions restore will not place without `--to`.
+    pub unplaced: Vec<Unplaced>,
+}
+
+/// An added manifest whose session restore will not place without `--to`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Unplaced {
+    pub session: String,
+    /// The manifest, relative to the store.
+    pub manifest: String,
+    pub why: String,
 }
 
 /// A session folded differently on two machines, neither extending the other: both are kept.
@@ -65,6 +81,17 @@ pub struct Conflict {
 }
 
 impl Report {
+    /// Note the manifest added at `rel` (under the store) if restore will not place its session.
+    fn check_placement(&mut self, manifest: &Manifest, rel: String) {
+        if let Err(unplaced) = place(&manifest.session) {
+            self.unplaced.push(Unplaced {
+                session: manifest.session.id.clone(),
+                manifest: rel,
+                why: unplaced.to_string(),
+            });
+        }
+    }
+
     /// Whether the store changed.
     pub fn changed(&self) -> bool {
         self.objects_added > 0
@@ -534,6 +561,8 @@ fn apply(
             Step::Commit { staged, overwrite } => {
                 let manifest: Manifest = Store::load_manifest_file(&staged)?;
                 store.commit_manifest(&manifest, overwrite)?;
+                let rel = format!("manifests/{}.json", manifest.session.id);
+                report.check_placement(&manifest, rel);
                 let list = if overwrite {
                     &mut report.sessions_extended
                 } else {
@@ -549,12 +578,13 @@ fn apply(
                 let target = store.manifests_dir().join(&rel);
                 create_private_dir(target.parent().expect("has a parent"))?;
                 let bytes = fs::read(&staged).with_path("read", &staged)?;
+                let rel = format!("manifests/{rel}");
+                // Checked when it was staged: this cannot fail half-way through applying.
+                let manifest = Manifest::from_slice(&bytes, &rel)?;
                 write_file(&store.tmp_dir(), ".manifest-", &target, &bytes, false)?;
+                report.check_placement(&manifest, rel.clone());
                 match conflict {
-                    Some(session) => report.conflicts.push(Conflict {
-                        session,
-                        path: format!("manifests/{rel}"),
-                    }),
+                    Some(session) => report.conflicts.push(Conflict { session, path: rel }),
                     None => report.manifests_added += 1,
                 }
             }

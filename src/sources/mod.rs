@@ -2,41 +2,29 @@
 //! named on a command line, each with the fields its manifest records (`id`, `title`, `cwd`,
 //! `rollout_path`, `archived`).
 //!
-//! This module only reads. It knows where agents keep their files and how to name a session; it
-//! knows nothing of the store (see `fold` for what happens to what is found).
-
-pub mod codex;
-mod lines;
-pub mod pi;
+//! This module only reads, and only drives: what each agent keeps where, and what its files say,
+//! is `agents`'. It knows nothing of the store (see `fold` for what happens to what is found).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::Value;
 
+use crate::agents::lines::for_each_line;
+use crate::agents::{Agent, Homes, Titles, Tree};
 use crate::error::{Error, IoContext, Result};
 use crate::store::check_session_id;
 use crate::store::manifest::Session;
-
-/// Which agent wrote a session file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Agent {
-    Codex,
-    Pi,
-    /// Any other JSONL ledger named on the command line.
-    File,
-}
 
 /// A session file and the fields its manifest will record.
 #[derive(Debug, Clone, Serialize)]
 pub struct Found {
     #[serde(flatten)]
     pub session: Session,
-    pub agent: Agent,
+    /// Which agent wrote it (`file`: any other JSONL ledger named on the command line).
+    #[serde(serialize_with = "agent_or_file")]
+    pub agent: Option<Agent>,
     /// The file that is read: for a Codex archive, the `.jsonl.zst` (whose decompressed bytes are
     /// folded, and whose `rollout_path` is the plain `.jsonl` beside it, where Codex looks).
     pub path: PathBuf,
@@ -61,52 +49,6 @@ pub struct Discovery {
     pub problems: Vec<String>,
 }
 
-/// Where the agents keep their sessions.
-#[derive(Debug, Clone)]
-pub struct Homes {
-    /// `$CODEX_HOME`, default `~/.codex`.
-    pub codex: PathBuf,
-    /// Pi's agent dir: `$PI_CODING_AGENT_DIR`, default `~/.pi/agent` (sessions are in `sessions/`).
-    pub pi: PathBuf,
-}
-
-impl Homes {
-    pub fn from_env() -> Result<Self> {
-        let env = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        let home = env("HOME");
-        let under_home = |rel: &str| {
-            home.as_ref()
-                .map(|h| h.join(rel))
-                .ok_or_else(|| Error::usage(format!("HOME is not set: cannot find ~/{rel}")))
-        };
-        let codex = match env("CODEX_HOME") {
-            Some(dir) => dir,
-            None => under_home(".codex")?,
-        };
-        let pi = match env("PI_CODING_AGENT_DIR") {
-            Some(dir) => dir,
-            None => under_home(".pi/agent")?,
-        };
-        Ok(Self { codex, pi })
-    }
-
-    fn codex_sessions(&self) -> PathBuf {
-        self.codex.join("sessions")
-    }
-
-    fn codex_archived(&self) -> PathBuf {
-        self.codex.join("archived_sessions")
-    }
-
-    fn pi_sessions(&self) -> PathBuf {
-        self.pi.join("sessions")
-    }
-}
-
 /// A file that may be a session, before it is read.
 struct Candidate {
     path: PathBuf,
@@ -118,53 +60,23 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
     let mut found = Discovery::default();
     let mut candidates = Vec::new();
     if paths.is_empty() {
-        for dir in [
-            homes.codex_sessions(),
-            homes.codex_archived(),
-            homes.pi_sessions(),
-        ] {
-            let exists = dir.is_dir();
-            found.looked_in.push((dir, exists));
+        let trees = Agent::ALL
+            .iter()
+            .flat_map(|&agent| agent.format().trees().iter().map(move |t| (agent, t)));
+        for (agent, tree) in trees {
+            let dir = homes.of(agent).join(tree.dir);
+            found.looked_in.push((dir.clone(), dir.is_dir()));
+            walk(&dir, tree, &mut candidates, &mut found);
         }
-        walk(
-            &homes.codex_sessions(),
-            None,
-            &mut candidates,
-            &mut found,
-            codex::is_rollout_name,
-        );
-        walk(
-            &homes.codex_archived(),
-            Some(1),
-            &mut candidates,
-            &mut found,
-            codex::is_rollout_name,
-        );
-        walk(
-            &homes.pi_sessions(),
-            Some(4),
-            &mut candidates,
-            &mut found,
-            |name| name.ends_with(".jsonl"),
-        );
-        // Pi sessions sit exactly one folder down; deeper files (subagent artifacts) are not sessions.
-        let pi_root = homes.pi_sessions();
-        candidates.retain(|c| {
-            !c.path.starts_with(&pi_root)
-                || c.path.parent().and_then(Path::parent) == Some(pi_root.as_path())
-        });
     } else {
         for path in paths {
             if path.is_dir() {
                 found.looked_in.push((path.clone(), true));
-                walk(path, None, &mut candidates, &mut found, is_ledger_name);
+                walk(path, &ANY_LEDGER, &mut candidates, &mut found);
             } else if path.exists() {
-                let archived = path
-                    .components()
-                    .any(|c| c.as_os_str() == "archived_sessions");
                 candidates.push(Candidate {
                     path: path.clone(),
-                    archived,
+                    archived: in_archive(path),
                 });
             } else {
                 found
@@ -177,10 +89,10 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
     candidates.sort_by(|a, b| a.path.cmp(&b.path));
     candidates.dedup_by(|a, b| a.path == b.path);
 
-    let titles = CodexTitles {
-        home: homes.codex.clone(),
-        loaded: OnceLock::new(),
-    };
+    let titles: HashMap<Agent, Box<dyn Titles + '_>> = Agent::ALL
+        .iter()
+        .map(|&agent| (agent, agent.format().titles(homes.of(agent))))
+        .collect();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     // Reading titles can mean reading whole files (Pi's session_info may come last): in parallel.
     let described: Vec<_> = candidates
@@ -208,27 +120,40 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
     found
 }
 
-/// Names a folder walk picks up: JSONL files, plain or zstd-compressed.
-fn is_ledger_name(name: &str) -> bool {
-    name.ends_with(".jsonl") || name.ends_with(".jsonl.zst")
+/// A folder named on the command line: every JSONL file in it, plain or zstd-compressed, at any
+/// depth (whether one is archived, its path says).
+const ANY_LEDGER: Tree = Tree {
+    dir: "",
+    archived: false,
+    depth: None,
+    holds: |rel| {
+        rel.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".jsonl") || n.ends_with(".jsonl.zst"))
+    },
+};
+
+/// Whether `path` lies in a folder where an agent keeps archived sessions.
+fn in_archive(path: &Path) -> bool {
+    let archives = Agent::ALL
+        .iter()
+        .flat_map(|a| a.format().trees())
+        .filter(|t| t.archived);
+    archives
+        .map(|t| t.dir)
+        .any(|dir| path.components().any(|c| c.as_os_str() == dir))
 }
 
-/// Walk `dir` (to `depth`), adding seed indexes to `found` and files whose name passes `keep` to
+/// Walk `dir` as `tree` says, adding seed indexes to `found` and the files the tree holds to
 /// `candidates`. A missing folder is simply empty.
-fn walk(
-    dir: &Path,
-    depth: Option<usize>,
-    candidates: &mut Vec<Candidate>,
-    found: &mut Discovery,
-    keep: impl Fn(&str) -> bool,
-) {
+fn walk(dir: &Path, tree: &Tree, candidates: &mut Vec<Candidate>, found: &mut Discovery) {
     if !dir.is_dir() {
         return;
     }
     let walker = ignore::WalkBuilder::new(dir)
         .standard_filters(false)
         .follow_links(false)
-        .max_depth(depth)
+        .max_depth(tree.depth)
         .build();
     for entry in walker {
         let entry = match entry {
@@ -246,13 +171,9 @@ fn walk(
             found.seed_indexes.push(index);
             continue;
         }
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        if keep(name) {
-            let archived = path
-                .components()
-                .any(|c| c.as_os_str() == "archived_sessions");
+        let rel = path.strip_prefix(dir).unwrap_or(&path);
+        if (tree.holds)(rel) {
+            let archived = tree.archived || in_archive(&path);
             candidates.push(Candidate { path, archived });
         }
     }
@@ -290,71 +211,47 @@ fn drop_shadowed_archives(candidates: &mut Vec<Candidate>) {
     });
 }
 
-/// Codex's own titles, read the first time a Codex session needs one.
-struct CodexTitles {
-    home: PathBuf,
-    loaded: OnceLock<codex::Titles>,
-}
-
-impl CodexTitles {
-    fn get(&self, id: &str) -> Option<String> {
-        self.loaded
-            .get_or_init(|| codex::Titles::load(&self.home))
-            .get(id)
-            .map(str::to_string)
-    }
-}
-
-/// Read a candidate's first line (and, for its title, as much more as needed).
-fn describe(candidate: &Candidate, titles: &CodexTitles) -> Result<Found> {
+/// Read a candidate's first line (and, for its title, as much more as its agent needs).
+fn describe(candidate: &Candidate, titles: &HashMap<Agent, Box<dyn Titles + '_>>) -> Result<Found> {
     let path = &candidate.path;
     let mut input = crate::input::open(path)?;
-    let mut first: Option<Value> = None;
-    lines::for_each_line(
+    let mut first = None;
+    for_each_line(
         &mut input,
         crate::segment::Settings::default().max_json_line_bytes as usize,
         |line| {
-            first = serde_json::from_slice(line).ok();
+            first = Agent::of_first_line(line);
             false
         },
     )
     .with_path("read", path)?;
-    let first = first.unwrap_or(Value::Null);
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
     let stem = name.strip_suffix(".zst").unwrap_or(name);
     let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
-    let (agent, id, cwd, archived) = if let Some((id, cwd)) = codex::meta(&first) {
-        let id = id.or_else(|| codex::id_from_name(stem).map(str::to_string));
-        (Agent::Codex, id, cwd, candidate.archived)
-    } else if let Some((id, cwd)) = pi::meta(&first) {
-        (
-            Agent::Pi,
-            id.or_else(|| pi::id_from_name(stem).map(str::to_string)),
-            cwd,
-            false,
-        )
-    } else {
-        // A rollout's name still names its thread when its first line is not (yet) readable.
-        (
-            Agent::File,
-            codex::id_from_name(stem).map(str::to_string),
-            None,
-            candidate.archived,
-        )
+    let (agent, id, cwd) = match first {
+        Some((agent, meta)) => {
+            let named = || agent.format().id_from_name(stem).map(str::to_string);
+            (Some(agent), meta.id.or_else(named), meta.cwd)
+        }
+        // A file named as an agent names its sessions still names its session when its first
+        // line is not (yet) readable.
+        None => {
+            let named = Agent::ALL
+                .iter()
+                .find_map(|a| a.format().id_from_name(stem));
+            (None, named.map(str::to_string), None)
+        }
     };
     let id = id.unwrap_or_else(|| stem.to_string());
     check_session_id(&id)
         .map_err(|e| Error::bad_input(path.display(), format!("{e}; not folded")))?;
-    let title = match agent {
-        Agent::Codex => titles
-            .get(&id)
-            .or_else(|| codex::first_user_message(&mut input)),
-        Agent::Pi => pi::title(&mut input),
-        Agent::File => None,
-    };
+    let title = agent.and_then(|agent| titles[&agent].title(&id, &mut input));
+    // Only an agent that archives sessions has archived ones.
+    let archived =
+        candidate.archived && agent.is_none_or(|a| a.format().trees().iter().any(|t| t.archived));
     // A compressed archive is restored as the plain JSONL Codex reads.
     let restored = if crate::input::is_zstd(path) {
         path.with_extension("")
@@ -375,6 +272,16 @@ fn describe(candidate: &Candidate, titles: &CodexTitles) -> Result<Found> {
     })
 }
 
+fn agent_or_file<S: serde::Serializer>(
+    agent: &Option<Agent>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match agent {
+        Some(agent) => agent.serialize(s),
+        None => s.serialize_str("file"),
+    }
+}
+
 /// Manifests hold paths as JSON strings: an absolute, UTF-8 path.
 pub fn absolute_utf8(path: &Path) -> Result<String> {
     let absolute = std::path::absolute(path).with_path("resolve", path)?;
@@ -384,15 +291,4 @@ pub fn absolute_utf8(path: &Path) -> Result<String> {
             "a path that is not UTF-8 cannot be recorded in a manifest",
         )
     })
-}
-
-/// The `text` of a content array's blocks joined by `\n`, or `None` when it holds none (the shape
-/// both Codex and Pi messages use).
-fn joined_texts(content: &Value) -> Option<String> {
-    let parts: Vec<&str> = content
-        .as_array()?
-        .iter()
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("\n"))
 }

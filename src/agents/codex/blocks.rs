@@ -1,38 +1,23 @@
-//! Codex rollouts: the line skeleton (compactions, token counts) and the extension's block model
-//! mapped onto response items. The rules are spelled out in `ctxfold-extract-seeds(1)`; a reader
-//! elsewhere recomputes every span from them.
+//! A rollout as a ledger: the line skeleton (compactions, token counts) and the context-fold
+//! extension's block model mapped onto response items. The rules are spelled out in
+//! `ctxfold-extract-seeds(1)`; a reader elsewhere recomputes every span from them.
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use super::lines::{Head, Line, Part, Payload};
+use crate::agents::Meta;
+use crate::agents::content::{Content, Part as _, text_of};
+use crate::agents::json::{self, Scratch};
+use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind};
 
-use super::{Block, BlockKind, Call, Entry, EntryKind, text_of};
-
-pub(super) fn skeleton(
-    value: &Value,
-    index: usize,
-    session_id: &mut Option<String>,
-    cwd: &mut Option<String>,
-) -> Entry {
-    let timestamp = value
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let payload = value.get("payload");
-    let payload_str = |key: &str| payload.and_then(|p| p.get(key)).and_then(Value::as_str);
-    let kind = match value
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-    {
+pub(super) fn skeleton(line: &[u8], index: usize) -> Option<(Entry, Option<Meta>)> {
+    let mut scratch = Scratch::default();
+    let head = json::parse::<Head<'_>>(line, &mut scratch)?.value;
+    let payload = head.payload.unwrap_or_default();
+    let mut meta = None;
+    let kind = match head.kind.as_deref().unwrap_or_default() {
         "session_meta" => {
-            if session_id.is_none() {
-                *session_id = payload_str("id")
-                    .or_else(|| payload_str("session_id"))
-                    .map(str::to_string);
-                *cwd = payload_str("cwd").map(str::to_string);
-            }
+            meta = Some(payload.meta());
             EntryKind::Other
         }
         "response_item" => EntryKind::Message { tokens: None },
@@ -40,48 +25,47 @@ pub(super) fn skeleton(
             first_kept: None,
             tokens: None,
         },
-        "event_msg" if payload_str("type") == Some("token_count") => {
-            let info = payload.and_then(|p| p.get("info"));
-            let tokens = info
-                .and_then(|i| i.pointer("/last_token_usage/total_tokens"))
-                .and_then(Value::as_u64);
-            let window = info
-                .and_then(|i| i.get("model_context_window"))
-                .and_then(Value::as_u64);
+        "event_msg" if payload.kind.as_deref() == Some("token_count") => {
+            let info = payload.info.unwrap_or_default();
+            let tokens = info.last_token_usage.and_then(|u| u.total_tokens);
             match tokens {
-                Some(tokens) => EntryKind::Usage { tokens, window },
+                Some(tokens) => EntryKind::Usage {
+                    tokens,
+                    window: info.model_context_window,
+                },
                 None => EntryKind::Other,
             }
         }
         _ => EntryKind::Other,
     };
-    Entry {
+    let entry = Entry {
         id: None,
         parent: index.checked_sub(1),
-        timestamp,
+        timestamp: head.timestamp.unwrap_or_default().into_owned(),
         kind,
-    }
+    };
+    Some((entry, meta))
 }
-
-/// User-role messages Codex writes as harness context rather than as a person's words.
-const CONTEXT_PREFIXES: &[&str] = &[
-    "<environment_context>",
-    "<user_instructions>",
-    "<permissions instructions>",
-    "<INSTRUCTIONS>",
-    "# AGENTS.md instructions",
-    "<turn_aborted>",
-    "<user_shell_command>",
-];
 
 /// The response items that carry a tool's output.
 const CALL_OUTPUT_TYPES: &[&str] = &["function_call_output", "custom_tool_call_output"];
+
+/// The parts of a tool's output that hold its text.
+const OUTPUT_TEXT_TYPES: &[&str] = &["input_text", "output_text", "text"];
 
 /// Block state across one pass: anchors used so far (to number repeats) and call names by id.
 #[derive(Default)]
 pub(super) struct Blocks {
     anchors: HashMap<String, u32>,
     call_names: HashMap<String, String>,
+}
+
+impl crate::agents::Blocks for Blocks {
+    fn blocks(&mut self, line: &[u8]) -> Option<Vec<Block>> {
+        let mut scratch = Scratch::default();
+        let line = json::parse::<Line<'_>>(line, &mut scratch)?.value;
+        Some(self.of(&line))
+    }
 }
 
 impl Blocks {
@@ -97,18 +81,14 @@ impl Blocks {
         }
     }
 
-    pub(super) fn blocks(&mut self, value: &Value) -> Vec<Block> {
-        let timestamp = value
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let Some(payload) = value.get("payload") else {
+    fn of(&mut self, line: &Line<'_>) -> Vec<Block> {
+        let timestamp = line.timestamp.as_deref().unwrap_or_default();
+        let Some(payload) = &line.payload else {
             return Vec::new();
         };
-        let field = |key: &str| payload.get(key).and_then(Value::as_str);
-        match value.get("type").and_then(Value::as_str) {
+        match line.kind.as_deref() {
             Some("compacted") => {
-                let message = field("message").unwrap_or_default();
+                let message = payload.message.as_deref().unwrap_or_default();
                 if message.is_empty() {
                     return Vec::new();
                 }
@@ -118,40 +98,36 @@ impl Blocks {
                     message.into(),
                 )]
             }
-            Some("response_item") => self.item_blocks(payload, timestamp),
+            Some("response_item") => self.item_blocks(line, payload, timestamp),
             _ => Vec::new(),
         }
     }
 
-    fn item_blocks(&mut self, item: &Value, timestamp: &str) -> Vec<Block> {
-        let field = |key: &str| item.get(key).and_then(Value::as_str);
+    fn item_blocks(&mut self, line: &Line<'_>, item: &Payload<'_>, timestamp: &str) -> Vec<Block> {
         let anchor = || {
-            field("id")
+            item.id
+                .as_deref()
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("t{timestamp}"))
         };
-        let kind = field("type").unwrap_or_default();
+        let kind = item.kind.as_deref().unwrap_or_default();
         match kind {
-            "message" => match field("role") {
+            "message" => match item.role.as_deref() {
                 Some("user") => {
-                    let (text, _) = text_of(item.get("content"), &["input_text", "text"]);
+                    let Some(message) = line.user_message() else {
+                        return Vec::new();
+                    };
                     let id = self.unique(format!("u:{timestamp}"));
-                    let context = CONTEXT_PREFIXES
-                        .iter()
-                        .any(|p| text.trim_start().starts_with(p));
-                    vec![Block::new(
-                        id,
-                        if context {
-                            BlockKind::Context
-                        } else {
-                            BlockKind::User
-                        },
-                        text,
-                    )]
+                    let kind = if message.person {
+                        BlockKind::User
+                    } else {
+                        BlockKind::Context
+                    };
+                    vec![Block::new(id, kind, message.text)]
                 }
                 Some("assistant") => {
                     let anchor = self.unique(anchor());
-                    parts(item.get("content"), &[])
+                    numbered(item.content.as_ref().map(Content::parts), &[])
                         .filter(|(_, kind, text)| {
                             matches!(*kind, "output_text" | "text") && !text.is_empty()
                         })
@@ -165,11 +141,11 @@ impl Blocks {
             "reasoning" => {
                 // Summary parts, then readable reasoning parts; never `encrypted_content`.
                 let anchor = self.unique(anchor());
-                parts(
-                    item.get("summary"),
-                    item.get("content")
-                        .and_then(Value::as_array)
-                        .map(Vec::as_slice)
+                numbered(
+                    item.summary.as_deref(),
+                    item.content
+                        .as_ref()
+                        .map(Content::parts)
                         .unwrap_or_default(),
                 )
                 .filter(|(_, kind, text)| {
@@ -181,26 +157,26 @@ impl Blocks {
                 .collect()
             }
             "function_call" | "custom_tool_call" | "local_shell_call" => {
-                let call_id = field("call_id")
-                    .or_else(|| field("id"))
+                let call_id = item
+                    .call_id
+                    .as_deref()
+                    .or(item.id.as_deref())
                     .unwrap_or_default()
                     .to_string();
                 let name = match kind {
                     "local_shell_call" => "local_shell".to_string(),
-                    _ => field("name").unwrap_or("tool").to_string(),
+                    _ => item.name.as_deref().unwrap_or("tool").to_string(),
                 };
                 let args = match kind {
-                    // `arguments` is a JSON document inside a string.
-                    "function_call" => field("arguments")
+                    "function_call" => item
+                        .arguments
+                        .as_deref()
                         .and_then(|a| serde_json::from_str(a).ok())
                         .unwrap_or_else(|| serde_json::json!({})),
                     "custom_tool_call" => {
-                        serde_json::json!({ "input": field("input").unwrap_or_default() })
+                        serde_json::json!({ "input": item.input.as_deref().unwrap_or_default() })
                     }
-                    _ => item
-                        .get("action")
-                        .cloned()
-                        .unwrap_or_else(|| serde_json::json!({})),
+                    _ => item.action.clone().unwrap_or_else(|| serde_json::json!({})),
                 };
                 self.call_names.insert(call_id.clone(), name.clone());
                 let mut block =
@@ -209,14 +185,12 @@ impl Blocks {
                 vec![block]
             }
             _ if CALL_OUTPUT_TYPES.contains(&kind) => {
-                let Some(call_id) = field("call_id") else {
+                let Some(call_id) = item.call_id.as_deref() else {
                     return Vec::new();
                 };
-                let (text, image) = match item.get("output") {
-                    Some(Value::Object(o)) => {
-                        text_of(o.get("content"), &["input_text", "output_text", "text"])
-                    }
-                    other => text_of(other, &["input_text", "output_text", "text"]),
+                let (text, image) = match &item.output {
+                    Some(Content::Nested(inner)) => text_of(inner.as_deref(), OUTPUT_TEXT_TYPES),
+                    other => text_of(other.as_ref(), OUTPUT_TEXT_TYPES),
                 };
                 let mut block = Block::new(format!("r:{call_id}"), BlockKind::ToolResult, text);
                 block.tool = Some(
@@ -234,30 +208,28 @@ impl Blocks {
 }
 
 /// `(j, type, text)` for each part of `first` then of `then`, `j` counting every part.
-fn parts<'a>(
-    first: Option<&'a Value>,
-    then: &'a [Value],
-) -> impl Iterator<Item = (usize, &'a str, &'a str)> {
-    let first = first
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    first.iter().chain(then).enumerate().map(|(j, part)| {
-        let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
-        let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
-        (j, kind, text)
-    })
+fn numbered<'p>(
+    first: Option<&'p [Part<'p>]>,
+    then: &'p [Part<'p>],
+) -> impl Iterator<Item = (usize, &'p str, &'p str)> {
+    first
+        .unwrap_or_default()
+        .iter()
+        .chain(then)
+        .enumerate()
+        .map(|(j, part)| (j, part.kind(), part.text().unwrap_or_default()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::Blocks as _;
 
     fn run(lines: &[&str]) -> Vec<Block> {
         let mut state = Blocks::default();
         lines
             .iter()
-            .flat_map(|l| state.blocks(&serde_json::from_str(l).unwrap()))
+            .flat_map(|l| state.blocks(l.as_bytes()).unwrap())
             .collect()
     }
 
