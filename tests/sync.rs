@@ -567,11 +567,14 @@ fn registered(store: &Path) -> Vec<String> {
 fn written_with_a_dictionary(store: &Path) -> usize {
     object_names(store)
         .iter()
-        .filter(|n| {
-            let bytes = fs::read(store.join("objects").join(&n[..2]).join(n)).unwrap();
-            zstd::zstd_safe::get_dict_id_from_frame(&bytes[..bytes.len().min(18)]).is_some()
-        })
+        .filter(|n| with_a_dictionary(store, n))
         .count()
+}
+
+/// Whether the object file `name` of `store` (or a checkout) names a dictionary in its frame.
+fn with_a_dictionary(store: &Path, name: &str) -> bool {
+    let bytes = fs::read(store.join("objects").join(&name[..2]).join(name)).unwrap();
+    zstd::zstd_safe::get_dict_id_from_frame(&bytes[..bytes.len().min(18)]).is_some()
 }
 
 /// The dictionary object's path in a checkout (or store).
@@ -688,7 +691,11 @@ fn a_remote_dictionary_whose_object_is_corrupt_is_refused_and_nothing_is_applied
     let mut victim = String::new();
     let w = tampered_remote_of(fill_with_a_dictionary, |work, names| {
         victim = only_dictionary(work);
-        let other = names.iter().find(|n| !n.starts_with(&victim)).unwrap();
+        // Another object, itself written without a dictionary (a dictionary never is).
+        let other = names
+            .iter()
+            .find(|n| !n.starts_with(&victim) && !with_a_dictionary(work, n))
+            .unwrap();
         fs::copy(
             work.join("objects").join(&other[..2]).join(other),
             dictionary_object(work, &victim),
