@@ -172,25 +172,12 @@ pub fn session_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The real session fixtures (read in place, never copied into the project).
-pub fn fixtures_dir() -> PathBuf {
-    let dir = public_fixtures_path();
-    assert!(
-        dir.is_dir(),
-        "the real fixtures are missing at {}: set CTXFOLD_FIXTURES",
-        dir.display()
-    );
-    dir
-}
-
-/// Every fixture file, sorted.
+/// Every fixture file: the own ones, then the public ones when they are there.
 pub fn fixture_files() -> Vec<PathBuf> {
-    let files = session_files(&fixtures_dir());
-    assert!(
-        files.len() >= 6,
-        "expected the six real fixtures, found {}",
-        files.len()
-    );
+    let mut files = session_files(&own_fixtures_dir());
+    if let Some(dir) = public_fixtures_dir() {
+        files.extend(session_files(&dir));
+    }
     files
 }
 
