@@ -2,7 +2,6 @@
 //! small, deterministic sessions in the shapes Codex and Pi write, every word and byte made up
 //! here. tests/fixtures.rs checks that the committed files are exactly what this writes;
 //! `CTXFOLD_WRITE_FIXTURES=1 cargo test --test fixtures` rewrites them.
-#![allow(dead_code)]
 
 use serde_json::{Value, json};
 
