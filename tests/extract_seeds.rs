@@ -1,5 +1,5 @@
-//! ctxfold-extract-seeds and ctxfold-verify-span over the real fixtures and a Pi v3 session built
-//! from formats.md: every span written is found and verified, from the raw file and from the store
+//! ctxfold-extract-seeds and ctxfold-verify-span over the fixtures (own, and public when present)
+//! and a Pi v3 session built from formats.md: every span written is found and verified, from the raw file and from the store
 //! alone once the source is gone; the records follow the block model, caps and lexicon rules.
 
 mod common;
@@ -9,7 +9,7 @@ mod pi_v3;
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use common::{Env, fixture_files};
+use common::{Env, fixture_files, own, own_fixture};
 use ctxfold::ledger::{FileSource, Ledger};
 use serde_json::Value;
 
@@ -59,14 +59,10 @@ fn fold(env: &Env, file: &Path, id: &str) {
 
 type OsArg = std::ffi::OsString;
 
-/// Every ledger the tests read: the real fixtures, a `.zst` copy of one, and the Pi v3 session.
+/// Every ledger the tests read: the fixtures, a `.zst` copy of one, and the Pi v3 session.
 fn ledgers(env: &Env) -> Vec<PathBuf> {
     let mut files = fixture_files();
-    let codex = files
-        .iter()
-        .find(|f| f.to_string_lossy().contains("019b7f94"))
-        .unwrap()
-        .clone();
+    let codex = own_fixture(own::CODEX_SHELL_CRLF);
     let packed = env.path("rollout-packed.jsonl.zst");
     std::fs::write(
         &packed,
@@ -487,12 +483,21 @@ fn bad_ledgers_get_one_line_errors_and_bad_lines_are_passed_over() {
     env.run("ctxfold-extract-seeds", [junk.to_str().unwrap()])
         .fails(3)
         .one_line_error("not a session ledger");
-    let pi = fixture_files()
-        .into_iter()
-        .find(|f| f.ends_with("pi/session.jsonl"))
-        .unwrap();
+    // Its line with two JSON objects is the one passed over.
+    one_line_passed_over(&env, &own_fixture(own::PI_V1_COMPACTION));
+}
+
+/// The public Pi session's line 440 holds two JSON objects.
+#[test]
+fn public_pi_session_has_one_line_passed_over() {
+    if let Some(pi) = common::public_fixture("pi/session.jsonl") {
+        one_line_passed_over(&Env::new(), &pi);
+    }
+}
+
+fn one_line_passed_over(env: &Env, ledger: &Path) {
     let run = env
-        .run("ctxfold-extract-seeds", [pi.to_str().unwrap()])
+        .run("ctxfold-extract-seeds", [ledger.to_str().unwrap()])
         .ok();
     assert!(
         run.stderr.contains("1 unparseable lines passed over"),

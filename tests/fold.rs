@@ -1,5 +1,5 @@
 //! `ctxfold fold`, `restore`, `ls`, `status`, `stats` and `ctxfold-list-sessions` over fake Codex
-//! and Pi homes built from the real fixtures.
+//! and Pi homes built from each fixture set (the own fixtures, and the public ones when present).
 
 mod common;
 mod homes;
@@ -9,12 +9,6 @@ use std::path::Path;
 
 use common::Env;
 use homes::{Homes, json_lines};
-
-fn setup() -> (Env, Homes) {
-    let mut env = Env::new();
-    let homes = homes::build(&mut env);
-    (env, homes)
-}
 
 fn manifests(env: &Env) -> Vec<String> {
     let mut names: Vec<String> = match fs::read_dir(env.store.join("manifests")) {
@@ -30,7 +24,10 @@ fn manifests(env: &Env) -> Vec<String> {
 
 #[test]
 fn list_sessions_finds_every_kind_with_its_fields() {
-    let (env, homes) = setup();
+    homes::each_set(list_sessions_finds_every_kind_with_its_fields_in);
+}
+
+fn list_sessions_finds_every_kind_with_its_fields_in(env: Env, homes: Homes) {
     let run = env.run("ctxfold-list-sessions", [] as [&str; 0]).ok();
     let listed = json_lines(&run.stdout);
     assert_eq!(listed.len(), homes.sessions.len(), "{}", run.stdout_text());
@@ -56,11 +53,8 @@ fn list_sessions_finds_every_kind_with_its_fields() {
     };
     assert_eq!(title(2), "Indexed title");
     assert_eq!(title(3), "From the database");
-    assert_eq!(
-        title(0),
-        "what is current repository about? summarize purpuse and explain goals"
-    );
-    assert_eq!(title(5), "do you know how to create a custom tool?");
+    assert_eq!(title(0), homes.set.titles[0]);
+    assert_eq!(title(5), homes.set.titles[1]);
     let agents: Vec<&str> = listed
         .iter()
         .map(|e| e["agent"].as_str().unwrap())
@@ -70,7 +64,10 @@ fn list_sessions_finds_every_kind_with_its_fields() {
 
 #[test]
 fn a_dry_run_writes_nothing() {
-    let (env, homes) = setup();
+    homes::each_set(a_dry_run_writes_nothing_in);
+}
+
+fn a_dry_run_writes_nothing_in(env: Env, homes: Homes) {
     // A copy of a rollout under another id: what it dedupes against the original counts as such.
     let original = &homes.sessions[3];
     let copy = homes.codex.join("sessions/2026/05/12/rollout-2026-05-12T00-00-00-00000000-0000-4000-8000-000000000001.jsonl");
@@ -153,7 +150,10 @@ use std::io::Write;
 
 #[test]
 fn apply_then_restore_gives_every_file_back_byte_for_byte() {
-    let (env, homes) = setup();
+    homes::each_set(apply_then_restore_gives_every_file_back_byte_for_byte_in);
+}
+
+fn apply_then_restore_gives_every_file_back_byte_for_byte_in(env: Env, homes: Homes) {
     let run = env.run("ctxfold", ["fold", "--apply", "--json"]).ok();
     let lines = json_lines(&run.stdout);
     assert_eq!(lines.last().unwrap()["total"]["fold"], homes.sessions.len());
@@ -245,7 +245,13 @@ fn foreign_lines(index: &std::path::Path) -> String {
 
 #[test]
 fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active() {
-    let (env, homes) = setup();
+    homes::each_set(remove_source_takes_archived_sources_only_and_active_ones_with_allow_active_in);
+}
+
+fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active_in(
+    env: Env,
+    homes: Homes,
+) {
     let run = env
         .run("ctxfold", ["fold", "--apply", "--remove-source"])
         .ok();
@@ -313,7 +319,10 @@ fn corrupt_an_object_of(env: &Env, id: &str) {
 
 #[test]
 fn a_source_is_never_removed_when_its_reconstruction_fails() {
-    let (env, homes) = setup();
+    homes::each_set(a_source_is_never_removed_when_its_reconstruction_fails_in);
+}
+
+fn a_source_is_never_removed_when_its_reconstruction_fails_in(env: Env, homes: Homes) {
     let archived = homes.archived().next().unwrap().clone();
     env.run(
         "ctxfold",
@@ -358,7 +367,10 @@ fn a_source_is_never_removed_when_its_reconstruction_fails() {
 
 #[test]
 fn a_source_appended_to_between_the_reads_is_not_committed() {
-    let (mut env, homes) = setup();
+    homes::each_set(a_source_appended_to_between_the_reads_is_not_committed_in);
+}
+
+fn a_source_appended_to_between_the_reads_is_not_committed_in(mut env: Env, homes: Homes) {
     let placed = homes.archived().next().unwrap().clone();
     env.set(
         "CTXFOLD_TEST_AFTER_READ",
@@ -386,7 +398,10 @@ fn a_source_appended_to_between_the_reads_is_not_committed() {
 
 #[test]
 fn a_grown_rollout_refolded_adds_little() {
-    let (env, homes) = setup();
+    homes::each_set(a_grown_rollout_refolded_adds_little_in);
+}
+
+fn a_grown_rollout_refolded_adds_little_in(env: Env, homes: Homes) {
     // The largest active Codex rollout.
     let placed = homes
         .active()
@@ -477,7 +492,10 @@ fn with_no_sessions_fold_still_says_something_useful() {
 
 #[test]
 fn ls_status_and_stats_describe_the_store() {
-    let (env, homes) = setup();
+    homes::each_set(ls_status_and_stats_describe_the_store_in);
+}
+
+fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
     let run = env.run("ctxfold", ["status", "--json"]).ok();
     assert!(json_lines(&run.stdout).iter().all(|l| l["state"] == "new"));
     env.run("ctxfold", ["fold", "--apply"]).ok();

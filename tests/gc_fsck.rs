@@ -11,11 +11,12 @@ use std::time::{Duration, SystemTime};
 use common::Env;
 use homes::{Homes, json_lines};
 
-fn folded() -> (Env, Homes) {
-    let mut env = Env::new();
-    let homes = homes::build(&mut env);
-    env.run("ctxfold", ["fold", "--apply"]).ok();
-    (env, homes)
+/// Run `test` over the homes of each fixture set, folded.
+fn each_folded(test: impl Fn(Env, Homes)) {
+    homes::each_set(|env, homes| {
+        env.run("ctxfold", ["fold", "--apply"]).ok();
+        test(env, homes);
+    });
 }
 
 fn object_files(store: &Path) -> Vec<PathBuf> {
@@ -59,7 +60,10 @@ fn every_session_restores(env: &Env, homes: &Homes) {
 
 #[test]
 fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest() {
-    let (env, homes) = folded();
+    each_folded(fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest_in);
+}
+
+fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest_in(env: Env, homes: Homes) {
     let run = env.run("ctxfold", ["fsck", "--full"]).ok();
     assert!(
         run.stdout_text()
@@ -145,7 +149,10 @@ fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest() {
 
 #[test]
 fn gc_removes_exactly_the_unreferenced_objects() {
-    let (env, homes) = folded();
+    each_folded(gc_removes_exactly_the_unreferenced_objects_in);
+}
+
+fn gc_removes_exactly_the_unreferenced_objects_in(env: Env, homes: Homes) {
     let referenced = object_files(&env.store);
     let junk = env.path("junk");
     fs::write(&junk, b"nobody names me").unwrap();
@@ -208,7 +215,10 @@ fn gc_removes_exactly_the_unreferenced_objects() {
 
 #[test]
 fn gc_removes_nothing_while_a_manifest_is_unreadable() {
-    let (env, homes) = folded();
+    each_folded(gc_removes_nothing_while_a_manifest_is_unreadable_in);
+}
+
+fn gc_removes_nothing_while_a_manifest_is_unreadable_in(env: Env, homes: Homes) {
     let manifest = env.store.join(format!(
         "manifests/generations/{}.json",
         homes.sessions[1].id
@@ -260,22 +270,25 @@ fn at_once(env: &Env, a: &[&str], b: &[&str], delay: Duration) {
 #[test]
 fn two_folds_at_once_leave_a_sound_store() {
     for _ in 0..3 {
-        let mut env = Env::new();
-        let homes = homes::build(&mut env);
-        at_once(
-            &env,
-            &["fold", "--apply"],
-            &["fold", "--apply"],
-            Duration::ZERO,
-        );
-        env.run("ctxfold", ["fsck", "--full"]).ok();
-        every_session_restores(&env, &homes);
+        homes::each_set(|env, homes| {
+            at_once(
+                &env,
+                &["fold", "--apply"],
+                &["fold", "--apply"],
+                Duration::ZERO,
+            );
+            env.run("ctxfold", ["fsck", "--full"]).ok();
+            every_session_restores(&env, &homes);
+        });
     }
 }
 
 #[test]
 fn gc_beside_a_fold_leaves_a_sound_store() {
-    let (env, homes) = folded();
+    each_folded(gc_beside_a_fold_leaves_a_sound_store_in);
+}
+
+fn gc_beside_a_fold_leaves_a_sound_store_in(env: Env, homes: Homes) {
     for round in 0..6 {
         // Unreference everything: the fold that follows reuses the very objects gc wants to remove.
         for placed in &homes.sessions {
@@ -296,7 +309,10 @@ fn gc_beside_a_fold_leaves_a_sound_store() {
 
 #[test]
 fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it() {
-    let (mut env, homes) = folded();
+    each_folded(a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it_in);
+}
+
+fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it_in(mut env: Env, homes: Homes) {
     for placed in &homes.sessions {
         fs::remove_file(env.store.join(format!("manifests/{}.json", placed.id))).unwrap();
     }

@@ -6,7 +6,7 @@ mod common;
 #[path = "support/pi_v3.rs"]
 mod pi_v3;
 
-use common::{Env, fixture_files};
+use common::{Env, own, own_fixture};
 use serde_json::Value;
 
 fn fold(env: &Env, file: &std::path::Path, id: &str) {
@@ -31,16 +31,17 @@ fn index_file(env: &Env, id: &str) -> std::path::PathBuf {
         .join("seed-index.jsonl")
 }
 
-/// A Pi v3 session and a Codex rollout, folded from copies.
+/// A Pi v3 session and a Codex rollout (the own one with unified exec), folded from copies.
 fn folded(env: &Env) -> std::path::PathBuf {
+    folded_with(env, &own_fixture(own::CODEX_UNIFIED_EXEC))
+}
+
+/// A Pi v3 session and `codex`, a rollout that never compacts and runs `git`, folded from copies.
+fn folded_with(env: &Env, codex: &std::path::Path) -> std::path::PathBuf {
     let pi = pi_v3::write(env.dir.path());
     fold(env, &pi, "pi");
-    let codex = fixture_files()
-        .into_iter()
-        .find(|f| f.to_string_lossy().contains("019e1625"))
-        .unwrap();
     let copy = env.path("codex.jsonl");
-    std::fs::copy(&codex, &copy).unwrap();
+    std::fs::copy(codex, &copy).unwrap();
     fold(env, &copy, "codex");
     pi
 }
@@ -54,11 +55,7 @@ fn seeds_appends_only_what_is_new_and_keeps_other_writers_lines() {
     std::fs::create_dir_all(index_file(&env, "pi").parent().unwrap()).unwrap();
     std::fs::write(index_file(&env, "pi"), theirs).unwrap();
 
-    let run = env.run("ctxfold", ["seeds"]).ok();
-    assert_eq!(
-        run.stdout_text(),
-        "codex\t1 new records\npi\t3 new records\n"
-    );
+    seeds_one_final_record_for_codex(&env);
     let text = std::fs::read_to_string(index_file(&env, "pi")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], theirs);
@@ -145,7 +142,26 @@ fn recall_pulls_verified_spans_from_the_source_then_from_the_store() {
             .all(|s| s["text"].as_str().unwrap().contains("src/lib.rs"))
     );
 
-    // A Codex rollout's spans too.
+    recall_finds_the_codex_git_command(&env);
+
+    env.run("ctxfold", ["recall", "no-such-needle-anywhere"])
+        .fails(1);
+    env.run("ctxfold", ["recall", "("])
+        .fails(2)
+        .one_line_error("bad PATTERN");
+}
+
+/// `seeds` indexes a fresh store of [`folded_with`]: the rollout never compacts, so one record.
+fn seeds_one_final_record_for_codex(env: &Env) {
+    let run = env.run("ctxfold", ["seeds"]).ok();
+    assert_eq!(
+        run.stdout_text(),
+        "codex\t1 new records\npi\t3 new records\n"
+    );
+}
+
+/// A Codex rollout's spans too: found by the `git` command it ran.
+fn recall_finds_the_codex_git_command(env: &Env) {
     let run = env
         .run(
             "ctxfold",
@@ -165,12 +181,18 @@ fn recall_pulls_verified_spans_from_the_source_then_from_the_store() {
         "{}",
         run.stdout_text()
     );
+}
 
-    env.run("ctxfold", ["recall", "no-such-needle-anywhere"])
-        .fails(1);
-    env.run("ctxfold", ["recall", "("])
-        .fails(2)
-        .one_line_error("bad PATTERN");
+/// The same over the public Codex Desktop rollout.
+#[test]
+fn public_codex_rollout_is_indexed_once_and_recalled_by_its_commands() {
+    let Some(codex) = common::public_fixture("019e1625") else {
+        return;
+    };
+    let env = Env::new();
+    folded_with(&env, &codex);
+    seeds_one_final_record_for_codex(&env);
+    recall_finds_the_codex_git_command(&env);
 }
 
 #[test]

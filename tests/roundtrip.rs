@@ -1,5 +1,5 @@
 //! split --write → write-manifest → cat-manifest / restore gives every file back byte for byte:
-//! the real fixtures and generated edge cases.
+//! the fixtures (own, and public when present) and generated edge cases.
 
 mod common;
 
@@ -63,7 +63,7 @@ fn fields(parts: &[Value]) -> Vec<(Option<String>, u64)> {
 }
 
 #[test]
-fn every_real_fixture_round_trips() {
+fn every_fixture_round_trips() {
     let env = Env::new();
     for (i, file) in common::fixture_files().iter().enumerate() {
         let parts = round_trip(&env, &format!("fixture-{i}"), file, &[]);
@@ -79,21 +79,48 @@ fn every_real_fixture_round_trips() {
             "empty part"
         );
     }
-    // The Codex fixture with exec_command_end repeats output: its fields dedupe within the file.
+}
+
+/// The Codex rollout whose `exec_command_end` repeats output: its fields dedupe within the file,
+/// the same object named by three parts.
+#[test]
+fn repeated_exec_output_is_stored_once_within_its_file() {
+    stored_once_within(&common::own_fixture(common::own::CODEX_UNIFIED_EXEC));
+}
+
+/// Folded into one store, the public fixtures share objects.
+#[test]
+fn public_fixtures_share_objects() {
+    let Some(dir) = common::public_fixtures_dir() else {
+        return;
+    };
+    let env = Env::new();
+    let mut parts = 0;
+    for (i, file) in common::session_files(&dir).iter().enumerate() {
+        parts += round_trip(&env, &format!("public-{i}"), file, &[]).len();
+    }
     let objects = walk_objects(&env.store);
-    let parts_total: usize = (0..6)
-        .map(|i| manifest_parts(&env, &format!("fixture-{i}")))
-        .sum();
     assert!(
-        objects < parts_total,
-        "{objects} objects for {parts_total} parts: nothing deduplicated"
+        objects < parts,
+        "{objects} objects for {parts} parts: nothing deduplicated"
     );
 }
 
-fn manifest_parts(env: &Env, id: &str) -> usize {
-    let text = std::fs::read(env.store.join(format!("manifests/{id}.json"))).unwrap();
-    let manifest: Value = serde_json::from_slice(&text).unwrap();
-    manifest["parts"].as_array().unwrap().len()
+fn stored_once_within(file: &Path) {
+    let env = Env::new();
+    let parts = round_trip(&env, "repeats", file, &[]);
+    let mut uses = std::collections::HashMap::new();
+    for part in parts.iter().filter(|p| p["kind"] == "field") {
+        *uses
+            .entry(part["object"]["sha256"].to_string())
+            .or_insert(0) += 1;
+    }
+    let most = uses.values().max().copied().unwrap_or(0);
+    assert!(most >= 3, "no field object named three times: {uses:?}");
+    assert!(
+        walk_objects(&env.store) < parts.len(),
+        "nothing deduplicated"
+    );
 }
 
 fn walk_objects(store: &Path) -> usize {

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Env;
+use common::{Env, own};
 
 /// Two stores, a bare remote both know as `origin`, and a hermetic git.
 struct World {
@@ -132,11 +132,9 @@ impl World {
     }
 }
 
-fn fixture(name_part: &str) -> PathBuf {
-    common::fixture_files()
-        .into_iter()
-        .find(|p| p.to_str().unwrap().contains(name_part))
-        .unwrap()
+/// The sessions folded here are the own fixtures: only their bytes matter, nothing about them.
+fn fixture(name: &str) -> PathBuf {
+    common::own_fixture(name)
 }
 
 /// Every object file of a store, relative, sorted.
@@ -166,7 +164,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 #[test]
 fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     let w = World::new();
-    let long = fs::read(fixture("019b7f94")).unwrap();
+    let long = fs::read(fixture(own::CODEX_SHELL_CRLF)).unwrap();
     let cut = long
         .iter()
         .enumerate()
@@ -183,7 +181,7 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     );
     let (x_file, y_file) = (w.write("x.jsonl", &x), w.write("y.jsonl", &y));
 
-    w.fold(&w.a, "a-only", &fixture("019c8a70"));
+    w.fold(&w.a, "a-only", &fixture(own::CODEX_MID_TURN));
     w.fold(&w.a, "shared", &short);
     w.fold(&w.a, "both", &x_file);
     fs::create_dir_all(w.a.join("context-fold/shared")).unwrap();
@@ -198,7 +196,7 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
         "{\"seq\":1}\n{\"seq\":2}\n",
     )
     .unwrap();
-    w.fold(&w.b, "b-only", &fixture("019c8a4c"));
+    w.fold(&w.b, "b-only", &fixture(own::CODEX_AGENT_SMALL));
     w.fold(&w.b, "shared", &long_file);
     w.fold(&w.b, "both", &y_file);
     fs::create_dir_all(w.b.join("context-fold/shared")).unwrap();
@@ -245,11 +243,11 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     for store in [&w.a, &w.b] {
         assert_eq!(
             w.restored(store, "a-only"),
-            fs::read(fixture("019c8a70")).unwrap()
+            fs::read(fixture(own::CODEX_MID_TURN)).unwrap()
         );
         assert_eq!(
             w.restored(store, "b-only"),
-            fs::read(fixture("019c8a4c")).unwrap()
+            fs::read(fixture(own::CODEX_AGENT_SMALL)).unwrap()
         );
         assert_eq!(w.restored(store, "shared"), long, "the longer fold wins");
     }
@@ -353,7 +351,7 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     assert_eq!(w.restored(&c, "shared"), long);
     assert_eq!(
         w.restored(&c, "b-only"),
-        fs::read(fixture("019c8a4c")).unwrap()
+        fs::read(fixture(own::CODEX_AGENT_SMALL)).unwrap()
     );
     assert_eq!(object_names(&c), object_names(&w.a));
     // Clone refuses a store that already holds sessions.
@@ -376,8 +374,8 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
 fn tampered_remote(tamper: impl FnOnce(&Path, &[String])) -> World {
     tampered_remote_of(
         |w| {
-            w.fold(&w.a, "a-only", &fixture("019c8a70"));
-            w.fold(&w.a, "other", &fixture("019b7f94"));
+            w.fold(&w.a, "a-only", &fixture(own::CODEX_MID_TURN));
+            w.fold(&w.a, "other", &fixture(own::CODEX_SHELL_CRLF));
         },
         tamper,
     )
@@ -499,7 +497,7 @@ fn a_remote_manifest_that_does_not_reconstruct_is_refused_and_nothing_is_applied
 #[test]
 fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
     let w = World::new();
-    w.fold(&w.a, "a-only", &fixture("019c8a70"));
+    w.fold(&w.a, "a-only", &fixture(own::CODEX_MID_TURN));
     w.ctxfold(&w.a, &["sync"])
         .fails(2)
         .one_line_error("no remote to sync with");
@@ -529,7 +527,7 @@ fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
         .one_line_error("sync with nowhere: look up refs/heads/ctxfold on nowhere");
 }
 
-/// Fold `sessions` (id, fixture name part) into `store`, train a dictionary on them (it becomes
+/// Fold `sessions` (id, own fixture) into `store`, train a dictionary on them (it becomes
 /// the store's current one) and return its sha256.
 fn trained(w: &World, store: &Path, sessions: &[(&str, &str)]) -> String {
     for (id, name) in sessions {
@@ -567,11 +565,14 @@ fn registered(store: &Path) -> Vec<String> {
 fn written_with_a_dictionary(store: &Path) -> usize {
     object_names(store)
         .iter()
-        .filter(|n| {
-            let bytes = fs::read(store.join("objects").join(&n[..2]).join(n)).unwrap();
-            zstd::zstd_safe::get_dict_id_from_frame(&bytes[..bytes.len().min(18)]).is_some()
-        })
+        .filter(|n| with_a_dictionary(store, n))
         .count()
+}
+
+/// Whether the object file `name` of `store` (or a checkout) names a dictionary in its frame.
+fn with_a_dictionary(store: &Path, name: &str) -> bool {
+    let bytes = fs::read(store.join("objects").join(&name[..2]).join(name)).unwrap();
+    zstd::zstd_safe::get_dict_id_from_frame(&bytes[..bytes.len().min(18)]).is_some()
 }
 
 /// The dictionary object's path in a checkout (or store).
@@ -585,11 +586,14 @@ fn dictionary_object(dir: &Path, digest: &str) -> PathBuf {
 fn zstd_dictionaries_travel_with_sync_and_clone_and_current_stays_local() {
     let w = World::new();
     let early_a = [
-        ("pi", "pi/session.jsonl"),
-        ("big", "019e1625"),
-        ("mid", "019c8a4c"),
+        ("pi", own::PI_V1_MODEL_CHANGES),
+        ("big", own::CODEX_AGENT_WORK),
+        ("mid", own::CODEX_AGENT_SMALL),
     ];
-    let late_a = [("late", "019b7f94"), ("small", "019c8a70")];
+    let late_a = [
+        ("late", own::CODEX_SHELL_CRLF),
+        ("small", own::CODEX_MID_TURN),
+    ];
     let da = trained(&w, &w.a, &early_a);
     for (id, name) in late_a {
         w.fold(&w.a, id, &fixture(name));
@@ -601,7 +605,7 @@ fn zstd_dictionaries_travel_with_sync_and_clone_and_current_stays_local() {
         "objects folded after training use the dictionary"
     );
     // B has a dictionary of its own, the one it writes with.
-    let early_b = [("large", "large-session")];
+    let early_b = [("large", own::CODEX_UNIFIED_EXEC)];
     let db = trained(&w, &w.b, &early_b);
     let b_only = w.write("b.jsonl", b"{\"only\":\"B\"}\n{\"type\":\"message\"}\n");
     w.fold(&w.b, "b-only", &b_only);
@@ -671,8 +675,15 @@ fn zstd_dictionaries_travel_with_sync_and_clone_and_current_stays_local() {
 
 /// A's store holds a dictionary and sessions written with it.
 fn fill_with_a_dictionary(w: &World) {
-    trained(w, &w.a, &[("pi", "pi/session.jsonl"), ("mid", "019c8a4c")]);
-    w.fold(&w.a, "late", &fixture("019b7f94"));
+    trained(
+        w,
+        &w.a,
+        &[
+            ("pi", own::PI_V1_MODEL_CHANGES),
+            ("mid", own::CODEX_AGENT_SMALL),
+        ],
+    );
+    w.fold(&w.a, "late", &fixture(own::CODEX_SHELL_CRLF));
     assert!(written_with_a_dictionary(&w.a) > 0);
 }
 
@@ -688,7 +699,11 @@ fn a_remote_dictionary_whose_object_is_corrupt_is_refused_and_nothing_is_applied
     let mut victim = String::new();
     let w = tampered_remote_of(fill_with_a_dictionary, |work, names| {
         victim = only_dictionary(work);
-        let other = names.iter().find(|n| !n.starts_with(&victim)).unwrap();
+        // Another object, itself written without a dictionary (a dictionary never is).
+        let other = names
+            .iter()
+            .find(|n| !n.starts_with(&victim) && !with_a_dictionary(work, n))
+            .unwrap();
         fs::copy(
             work.join("objects").join(&other[..2]).join(other),
             dictionary_object(work, &victim),

@@ -81,33 +81,103 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The real session fixtures (read in place, never copied into the project).
-pub fn fixtures_dir() -> PathBuf {
-    let dir = std::env::var_os("CTXFOLD_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real"));
-    assert!(
-        dir.is_dir(),
-        "the real fixtures are missing at {}: set CTXFOLD_FIXTURES",
-        dir.display()
-    );
-    dir
+/// The fixtures of the project's own making, committed under tests/fixtures (its README.md says
+/// where each came from), by what they show.
+pub mod own {
+    /// Codex 0.169 against the test model (tests/agents.rs): the `work` scenario, a follow-up
+    /// turn that compacted, and a resume.
+    pub const CODEX_AGENT_WORK: &str =
+        "codex/rollout-2026-11-30T23-21-07-01a22ec3-195e-7d02-bb4d-4f6fa0817a3c.jsonl";
+    /// Codex 0.169 against the test model: the `small` scenario.
+    pub const CODEX_AGENT_SMALL: &str =
+        "codex/rollout-2026-11-30T23-21-09-01a22ec3-2142-7dc0-ba9d-93c0133f1498.jsonl";
+    /// Pi 0.73 (session v3) against the test model: the `work` scenario, compacted, then resumed.
+    pub const PI_AGENT_WORK: &str =
+        "pi/2026-11-30T23-21-14-726Z_01a22ec3-34e4-7265-bb6b-1383eb635647.jsonl";
+    /// Pi 0.73 against the test model: the `small` scenario.
+    pub const PI_AGENT_SMALL: &str =
+        "pi/2026-11-30T23-21-20-131Z_01a22ec3-4a01-74e0-aa5f-c936e99a2e3f.jsonl";
+    /// Generated: unified `exec_command`, `exec_command_end` repeating output; `git`; no compaction.
+    pub const CODEX_UNIFIED_EXEC: &str =
+        "codex/rollout-2026-03-02T10-00-00-0f1d0000-0000-7000-8000-000000000001.jsonl";
+    /// Generated: Codex 0.77 `shell` outputs as JSON strings with metadata.exit_code; CRLF lines.
+    pub const CODEX_SHELL_CRLF: &str =
+        "codex/rollout-2026-01-05T10-00-00-0f1d0000-0000-7000-8000-000000000002.jsonl";
+    /// Generated: ends mid-turn on a call with no output, without a final newline.
+    pub const CODEX_MID_TURN: &str =
+        "codex/rollout-2026-02-20T10-00-00-0f1d0000-0000-7000-8000-000000000003.jsonl";
+    /// Generated: Pi v1, a compaction, a line holding two JSON objects.
+    pub const PI_V1_COMPACTION: &str = "pi/v1-compaction-two-objects-on-a-line.jsonl";
+    /// Generated: Pi v1, model and thinking-level changes, aborted messages, images, bytes that
+    /// are not UTF-8 inside a string.
+    pub const PI_V1_MODEL_CHANGES: &str = "pi/v1-model-changes-aborted-images.jsonl";
 }
 
-/// Every fixture file, sorted.
-pub fn fixture_files() -> Vec<PathBuf> {
+/// Where the own fixtures are.
+pub fn own_fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The own fixture `name` (one of [`own`]).
+pub fn own_fixture(name: &str) -> PathBuf {
+    let path = own_fixtures_dir().join(name);
+    assert!(path.is_file(), "no own fixture {}", path.display());
+    path
+}
+
+/// Where the public fixtures are looked for: `$CTXFOLD_FIXTURES`, else `../shared/fixtures/real`.
+pub fn public_fixtures_path() -> PathBuf {
+    std::env::var_os("CTXFOLD_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real"))
+}
+
+/// The public real fixtures (session files published in other repositories, read in place and
+/// never copied into the project), when they are there: the extra suite. When they are not, a
+/// note says so on stderr, once per test binary (`cargo test -- --nocapture` shows it).
+pub fn public_fixtures_dir() -> Option<PathBuf> {
+    static NOTE: std::sync::Once = std::sync::Once::new();
+    let dir = public_fixtures_path();
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    NOTE.call_once(|| {
+        eprintln!(
+            "note: no public fixtures at {}: the extra suite over them is skipped (set CTXFOLD_FIXTURES to run it)",
+            dir.display()
+        )
+    });
+    None
+}
+
+/// The public fixture whose path contains `name_part`, when the public fixtures are there.
+pub fn public_fixture(name_part: &str) -> Option<PathBuf> {
+    let files = session_files(&public_fixtures_dir()?);
+    let found = files
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(name_part));
+    Some(found.unwrap_or_else(|| panic!("no public fixture {name_part:?}")))
+}
+
+/// The session files of a fixture folder (its codex/ and pi/ folders), sorted.
+pub fn session_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for sub in ["codex", "pi"] {
-        for entry in std::fs::read_dir(fixtures_dir().join(sub)).unwrap() {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
             files.push(entry.unwrap().path());
         }
     }
     files.sort();
-    assert!(
-        files.len() >= 6,
-        "expected the six real fixtures, found {}",
-        files.len()
-    );
+    assert!(!files.is_empty(), "no fixtures in {}", dir.display());
+    files
+}
+
+/// Every fixture file: the own ones, then the public ones when they are there.
+pub fn fixture_files() -> Vec<PathBuf> {
+    let mut files = session_files(&own_fixtures_dir());
+    if let Some(dir) = public_fixtures_dir() {
+        files.extend(session_files(&dir));
+    }
     files
 }
 

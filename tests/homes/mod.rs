@@ -1,12 +1,71 @@
 //! Fake agent homes for the porcelain tests: a `CODEX_HOME` with active, archived, `.jsonl.zst`
 //! (one alone, one shadowed by its plain sibling), `session_index.jsonl` and a `state_5.sqlite`, and
-//! a Pi agent dir with two sessions and a context-fold seed index, all built from the real fixtures.
+//! a Pi agent dir with two sessions and a context-fold seed index, built from a fixture set: the
+//! own fixtures, and the public ones too when they are there.
 #![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::{Env, fixture_files};
+use crate::common::{Env, own, own_fixture, public_fixtures_dir, session_files};
+
+/// The sessions a pair of homes is built from.
+pub struct Set {
+    pub name: &'static str,
+    /// Four Codex rollouts, placed in this order: archived (with a shadowed `.zst` sibling),
+    /// archived as `.zst` only, then two active ones.
+    pub codex: Vec<PathBuf>,
+    /// Two Pi sessions.
+    pub pi: Vec<PathBuf>,
+    /// The titles of the first Codex rollout and the second Pi session: their first user messages.
+    pub titles: [&'static str; 2],
+}
+
+/// The own set, then the public one when the public fixtures are there.
+pub fn sets() -> Vec<Set> {
+    let mut sets = vec![Set {
+        name: "own",
+        codex: [
+            own::CODEX_SHELL_CRLF,
+            own::CODEX_MID_TURN,
+            own::CODEX_AGENT_SMALL,
+            own::CODEX_AGENT_WORK,
+        ]
+        .map(own_fixture)
+        .to_vec(),
+        pi: [own::PI_V1_COMPACTION, own::PI_AGENT_WORK]
+            .map(own_fixture)
+            .to_vec(),
+        titles: [
+            "summarize what this repository does and list its failing checks",
+            "ctxfold-scenario:work Please do the work task.",
+        ],
+    }];
+    if let Some(dir) = public_fixtures_dir() {
+        let (codex, pi) = session_files(&dir)
+            .into_iter()
+            .partition(|p| p.parent().unwrap().ends_with("codex"));
+        sets.push(Set {
+            name: "public",
+            codex,
+            pi,
+            titles: [
+                "what is current repository about? summarize purpuse and explain goals",
+                "do you know how to create a custom tool?",
+            ],
+        });
+    }
+    sets
+}
+
+/// Run `test` over homes built from each set in turn, each in an environment of its own.
+pub fn each_set(mut test: impl FnMut(Env, Homes)) {
+    for set in sets() {
+        let mut env = Env::new();
+        let homes = build(&mut env, set);
+        test(env, homes);
+    }
+}
 
 /// One session placed in a fake home.
 #[derive(Debug, Clone)]
@@ -22,6 +81,8 @@ pub struct Placed {
 }
 
 pub struct Homes {
+    /// The fixture set they were built from.
+    pub set: Set,
     pub codex: PathBuf,
     pub pi: PathBuf,
     pub sessions: Vec<Placed>,
@@ -60,19 +121,18 @@ fn pi_id(bytes: &[u8]) -> String {
     header["id"].as_str().unwrap().to_string()
 }
 
-/// Build both homes under the test's temp dir and point the environment at them.
-pub fn build(env: &mut Env) -> Homes {
+/// Build both homes from `set` under the test's temp dir and point the environment at them.
+pub fn build(env: &mut Env, set: Set) -> Homes {
+    assert_eq!((set.codex.len(), set.pi.len()), (4, 2), "{} set", set.name);
+    // Printed with a failure: which set it was.
+    eprintln!("homes built from the {} fixtures", set.name);
     let codex = env.path("codex");
     let pi = env.path("pi");
-    let files = fixture_files();
-    let (codex_files, pi_files): (Vec<_>, Vec<_>) = files
-        .iter()
-        .partition(|p| p.parent().unwrap().ends_with("codex"));
     let mut sessions = Vec::new();
     let archived_dir = codex.join("archived_sessions");
     fs::create_dir_all(&archived_dir).unwrap();
     let mut shadowed = PathBuf::new();
-    for (i, source) in codex_files.iter().enumerate() {
+    for (i, source) in set.codex.iter().enumerate() {
         let bytes = fs::read(source).unwrap();
         let name = source.file_name().unwrap().to_str().unwrap().to_string();
         let id = codex_id(source);
@@ -127,7 +187,7 @@ pub fn build(env: &mut Env) -> Homes {
     }
     let pi_sessions = pi.join("sessions").join(PI_DIR);
     fs::create_dir_all(&pi_sessions).unwrap();
-    for source in &pi_files {
+    for source in &set.pi {
         let bytes = fs::read(source).unwrap();
         let id = pi_id(&bytes);
         let path = pi_sessions.join(format!("2025-12-17T19-39-21-535Z_{id}.jsonl"));
@@ -172,6 +232,7 @@ pub fn build(env: &mut Env) -> Homes {
     env.set("CODEX_HOME", &codex);
     env.set("PI_CODING_AGENT_DIR", &pi);
     Homes {
+        set,
         codex,
         pi,
         sessions,
