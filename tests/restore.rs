@@ -33,7 +33,8 @@ impl World {
     fn new() -> Self {
         let mut env = Env::new();
         env.set("GIT_CONFIG_NOSYSTEM", "1");
-        let a = homes::build(&mut env);
+        let own = homes::sets().remove(0);
+        let a = homes::build(&mut env, own);
         env.run("ctxfold", ["fold", "--apply"]).ok();
         let remote = env.path("remote.git");
         let init = Command::new("git")
