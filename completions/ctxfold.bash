@@ -64,6 +64,9 @@ _ctxfold() {
             ctxfold,remote)
                 cmd="ctxfold__subcmd__remote"
                 ;;
+            ctxfold,repack)
+                cmd="ctxfold__subcmd__repack"
+                ;;
             ctxfold,restore)
                 cmd="ctxfold__subcmd__restore"
                 ;;
@@ -84,6 +87,9 @@ _ctxfold() {
                 ;;
             ctxfold,train-dict)
                 cmd="ctxfold__subcmd__train__subcmd__dict"
+                ;;
+            ctxfold,unpack)
+                cmd="ctxfold__subcmd__unpack"
                 ;;
             ctxfold,verify-span)
                 cmd="ctxfold__subcmd__verify__subcmd__span"
@@ -107,7 +113,7 @@ _ctxfold() {
 
     case "${cmd}" in
         ctxfold)
-            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span train-dict fold restore materialize ls status stats fsck gc remote sync clone seeds recall"
+            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span train-dict fold restore materialize ls status stats fsck gc repack unpack remote sync clone seeds recall"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -324,7 +330,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__gc)
-            opts="-q -v -h -V --apply --prune --quiet --verbose --store --help --version"
+            opts="-q -v -h -V --apply --prune --aggressive --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -617,6 +623,27 @@ _ctxfold() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ctxfold__subcmd__repack)
+            opts="-q -v -h -V --aggressive --quiet --verbose --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ctxfold__subcmd__restore)
             opts="-q -v -h -V --to --overwrite --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -810,6 +837,34 @@ _ctxfold() {
                     ;;
                 --use)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ctxfold__subcmd__unpack)
+            opts="-q -v -h -V --to --quiet --verbose --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
                     return 0
                     ;;
                 --store)

@@ -47,6 +47,8 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "status" -d 'Show ea
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "stats" -d 'Show what the store holds: logical, unique raw, stored and disk bytes, objects, ratios'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fsck" -d 'Check the store: manifests readable, every object they name present (--full: and sound)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "gc" -d 'Remove objects no manifest references, and stale temp files (a dry run unless --apply)'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "repack" -d 'Rewrite every pack and loose object into one pack, each session\'s objects together'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "unpack" -d 'Write every object as a plain loose file, the Fold V1 layout any reader restores'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "remote" -d 'Add, remove or list the git remotes the store syncs with'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "sync" -d 'Sync the store with a git remote: mirror, fetch, merge, commit, push'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "clone" -d 'Make an empty store a copy of a remote\'s: the remote becomes `origin`, then the store syncs'
@@ -192,10 +194,23 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand fsck" -s V -l version -d
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l prune -d 'Keep unreferenced objects and temp files younger than this: `now`, or a number with s, m, h, d or w (`30m`, `2d`)' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l apply -d 'Remove (without it, list what would be removed)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l aggressive -d 'Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand repack" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand repack" -l aggressive -d 'zstd level 19 in 4 MiB blocks: the smallest packs, slowly'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand repack" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand repack" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand repack" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand repack" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -l to -d 'Write a plain copy of the store here instead' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "add" -d 'Add a remote'

@@ -9,8 +9,16 @@ use std::path::{Path, PathBuf};
 use common::Env;
 use serde_json::Value;
 
-/// A store holding one folded session "s" whose only field object is returned.
+/// A store holding one folded session "s" as loose objects (folded, then unpacked), whose only
+/// field object is returned.
 fn folded(env: &Env) -> (PathBuf, String, u64) {
+    let folded = folded_packed(env);
+    env.run("ctxfold", ["unpack"]).ok();
+    folded
+}
+
+/// [`folded`], its objects left in the pack that `split --write` writes.
+fn folded_packed(env: &Env) -> (PathBuf, String, u64) {
     let text = format!(
         "{{\"type\":\"x\",\"payload\":{{\"output\":\"{}\"}}}}\n{{\"n\":1}}\n",
         "output line\\n".repeat(800)
@@ -112,13 +120,13 @@ fn a_missing_object_is_named() {
 fn other_manifest_versions_and_kinds_are_refused() {
     for (from, to, needle) in [
         (
-            "\"version\": 1",
-            "\"version\": 2",
+            "\"version\":1",
+            "\"version\":2",
             "unsupported manifest version 2",
         ),
         ("\"fold-v1\"", "\"fold-v2\"", "kind \"fold-v2\""),
         ("\"residual\"", "\"record\"", "belongs to fold-v2"),
-        ("\"bytes\": ", "\"bytes\": 1", "parts add up to"),
+        ("\"bytes\":", "\"bytes\":1", "parts add up to"),
     ] {
         let env = Env::new();
         folded(&env);
@@ -296,4 +304,116 @@ fn restores_stores_written_by_the_reference_implementation() {
     )
     .ok();
     assert_eq!(fs::read(target).unwrap(), whole);
+}
+
+/// The store's packs, by path.
+fn packs(store: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = fs::read_dir(store.join("packs-ctxfold"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    found.sort();
+    found
+}
+
+/// Two sessions, "s" and "t", each folded by its own `split --write` (so in a pack of its own).
+/// Returns the pack holding "s" and the source of "t".
+fn two_packs(env: &Env) -> (PathBuf, PathBuf) {
+    folded_packed(env);
+    let [s_pack] = packs(&env.store, "pack").try_into().unwrap();
+    let other = env.path("other.jsonl");
+    let text = format!(
+        "{{\"type\":\"y\",\"payload\":{{\"output\":\"{}\"}}}}\n",
+        "another line\\n".repeat(700)
+    );
+    fs::write(&other, &text).unwrap();
+    let parts = env
+        .run("ctxfold-split", ["--write", other.to_str().unwrap()])
+        .ok()
+        .stdout;
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "t", "--source", other.to_str().unwrap()],
+        &parts,
+    )
+    .ok();
+    assert_eq!(packs(&env.store, "pack").len(), 2);
+    (s_pack, other)
+}
+
+/// "s" no longer restores, and leaves nothing behind; "t" still does, byte for byte; fsck --full
+/// names the damage (and the session it hits, when `names_session`).
+fn only_s_is_lost(env: &Env, other: &Path, needle: &str, names_session: bool) {
+    restore_fails(env, needle);
+    let target = env.path("t.jsonl");
+    env.run(
+        "ctxfold",
+        ["restore", "t", "--to", target.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(fs::read(&target).unwrap(), fs::read(other).unwrap());
+    let run = env.run("ctxfold", ["fsck", "--full"]).fails(4);
+    let report = run.stdout_text();
+    assert!(report.contains("bad pack"), "{report}");
+    if names_session {
+        assert!(report.contains("sessions hit: s"), "{report}");
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_pack_loses_only_the_sessions_of_its_block() {
+    let env = Env::new();
+    let (pack, other) = two_packs(&env);
+    let mut bytes = fs::read(&pack).unwrap();
+    // Inside the first block's frame, past the pack header.
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    fs::write(&pack, bytes).unwrap();
+    only_s_is_lost(&env, &other, "is corrupt", true);
+}
+
+#[test]
+fn a_truncated_pack_does_not_open_and_says_so() {
+    let env = Env::new();
+    let (pack, other) = two_packs(&env);
+    let bytes = fs::read(&pack).unwrap();
+    fs::write(&pack, &bytes[..bytes.len() - 10]).unwrap();
+    only_s_is_lost(&env, &other, "does not open", false);
+}
+
+#[test]
+fn an_index_that_lies_is_caught_by_the_object_hash() {
+    use sha2::{Digest as _, Sha256};
+    let env = Env::new();
+    let (_, sha, _) = folded_packed(&env);
+    let [pack] = packs(&env.store, "idx").try_into().unwrap();
+    // The field object's record: digest, raw size, block, offset. Move its offset by one byte and
+    // make the index's own checksum agree, as a buggy writer would.
+    let mut index = fs::read(&pack).unwrap();
+    let digest = hex(&sha);
+    let at = index
+        .windows(32)
+        .position(|w| w == digest.as_slice())
+        .unwrap();
+    let offset = at + 32 + 8 + 4;
+    index[offset + 7] = index[offset + 7].wrapping_add(1);
+    let body = index.len() - 32;
+    let checksum = Sha256::digest(&index[..body]);
+    index[body..].copy_from_slice(&checksum);
+    fs::write(&pack, index).unwrap();
+    restore_fails(&env, &format!("object {sha} is corrupt"));
+    let run = env.run("ctxfold", ["fsck", "--full"]).fails(4);
+    assert!(
+        run.stdout_text().contains("bad pack"),
+        "{}",
+        run.stdout_text()
+    );
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
 }

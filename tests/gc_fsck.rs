@@ -19,9 +19,11 @@ fn each_folded(test: impl Fn(Env, Homes)) {
     });
 }
 
+/// Every file objects live in: loose objects and packs.
 fn object_files(store: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = Env::snapshot(&store.join("objects"))
-        .into_iter()
+    let mut files: Vec<PathBuf> = ["objects", "packs-ctxfold"]
+        .iter()
+        .flat_map(|dir| Env::snapshot(&store.join(dir)))
         .map(|(p, _)| p)
         .filter(|p| p.is_file())
         .collect();
@@ -73,6 +75,8 @@ fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest_in(env: En
     );
     assert_eq!(run.stdout_text().lines().count(), 1);
 
+    // Loose objects, to damage one at a time (packs have their own tests in corruption.rs).
+    env.run("ctxfold", ["unpack"]).ok();
     let (flipped, path) = some_object(&env, &homes.sessions[3].id, 1);
     writable(&path);
     let mut bytes = fs::read(&path).unwrap();

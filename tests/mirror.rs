@@ -100,7 +100,7 @@ fn mirrors_the_store_files_as_they_are_and_commits_only_changes() {
                 .to_string()
         })
         .filter(|p| {
-            ["manifests/", "objects/", "context-fold/"]
+            ["manifests/", "objects/", "packs-ctxfold/", "context-fold/"]
                 .iter()
                 .any(|d| p.starts_with(d))
         })

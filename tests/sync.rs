@@ -137,16 +137,44 @@ fn fixture(name: &str) -> PathBuf {
     common::own_fixture(name)
 }
 
-/// Every object file of a store, relative, sorted.
+/// Every object of a store (packed or loose), by name, sorted, each once.
 fn object_names(store: &Path) -> Vec<String> {
+    let mut names: Vec<String> = ctxfold::store::Store::at(store)
+        .odb()
+        .list()
+        .unwrap()
+        .filter_map(|entry| match entry {
+            ctxfold::odb::Listed::Object { digest, .. } => Some(digest.to_string()),
+            _ => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The loose object files of a store (or a checkout of its remote), by file name, sorted.
+fn loose_files(dir: &Path) -> Vec<String> {
     let mut names = Vec::new();
-    for fan in fs::read_dir(store.join("objects")).unwrap() {
+    for fan in fs::read_dir(dir.join("objects")).into_iter().flatten() {
         for object in fs::read_dir(fan.unwrap().path()).unwrap() {
             names.push(object.unwrap().file_name().into_string().unwrap());
         }
     }
     names.sort();
     names
+}
+
+/// The pack files of a store (or a checkout of its remote), sorted.
+fn pack_files(dir: &Path) -> Vec<PathBuf> {
+    let mut packs: Vec<PathBuf> = fs::read_dir(dir.join("packs-ctxfold"))
+        .into_iter()
+        .flatten()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pack"))
+        .collect();
+    packs.sort();
+    packs
 }
 
 fn conflict_name(bytes: &[u8]) -> String {
@@ -265,8 +293,7 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     assert_eq!(fs::read_to_string(only_a).unwrap(), "{\"seq\":7}\n");
     // Every object on both sides, each intact.
     assert_eq!(object_names(&w.a), object_names(&w.b));
-    for name in object_names(&w.a) {
-        let digest = name.strip_suffix(".zst").unwrap();
+    for digest in &object_names(&w.a) {
         for store in [&w.a, &w.b] {
             w.env
                 .run(
@@ -322,11 +349,11 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
             checkout.to_str().unwrap(),
         ],
     );
-    let some_object = &object_names(&w.a)[0];
-    let rel = format!("objects/{}/{some_object}", &some_object[..2]);
+    let some_pack = &pack_files(&w.a)[0];
+    let rel = some_pack.strip_prefix(&w.a).unwrap();
     assert_eq!(
-        fs::read(checkout.join(&rel)).unwrap(),
-        fs::read(w.a.join(&rel)).unwrap()
+        fs::read(checkout.join(rel)).unwrap(),
+        fs::read(some_pack).unwrap()
     );
 
     // A third machine: clone gives it everything.
@@ -381,6 +408,18 @@ fn tampered_remote(tamper: impl FnOnce(&Path, &[String])) -> World {
     )
 }
 
+/// [`tampered_remote`], A's objects unpacked to loose files before the sync.
+fn tampered_remote_unpacked(tamper: impl FnOnce(&Path, &[String])) -> World {
+    tampered_remote_of(
+        |w| {
+            w.fold(&w.a, "a-only", &fixture(own::CODEX_MID_TURN));
+            w.fold(&w.a, "other", &fixture(own::CODEX_SHELL_CRLF));
+            w.ctxfold(&w.a, &["unpack"]).ok();
+        },
+        tamper,
+    )
+}
+
 /// [`tampered_remote`], with A's store filled by `fill`.
 fn tampered_remote_of(fill: impl FnOnce(&World), tamper: impl FnOnce(&Path, &[String])) -> World {
     let w = World::new();
@@ -403,7 +442,7 @@ fn tampered_remote_of(fill: impl FnOnce(&World), tamper: impl FnOnce(&Path, &[St
             work.to_str().unwrap(),
         ],
     );
-    tamper(&work, &object_names(&w.a));
+    tamper(&work, &loose_files(&w.a));
     let in_work = |args: &[&str]| {
         let out = Command::new("git")
             .env_clear()
@@ -459,9 +498,21 @@ fn refused(w: &World, error: &str) {
 }
 
 #[test]
+fn a_remote_pack_with_a_damaged_block_is_refused_and_nothing_is_applied() {
+    let w = tampered_remote(|work, _| {
+        let pack = &pack_files(work)[0];
+        let mut bytes = fs::read(pack).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x20;
+        fs::write(pack, bytes).unwrap();
+    });
+    refused(&w, "refused the remote's packs, nothing was applied: ");
+}
+
+#[test]
 fn a_remote_object_that_does_not_match_its_name_is_refused_and_nothing_is_applied() {
     let mut victim = String::new();
-    let w = tampered_remote(|work, names| {
+    let w = tampered_remote_unpacked(|work, names| {
         // One object holds another object's (valid zstd) bytes.
         let path = |n: &String| work.join("objects").join(&n[..2]).join(n);
         fs::copy(path(&names[1]), path(&names[0])).unwrap();
@@ -480,7 +531,7 @@ fn a_remote_manifest_that_does_not_reconstruct_is_refused_and_nothing_is_applied
     let w = tampered_remote(|work, _| {
         let path = work.join("manifests/a-only.json");
         let text = fs::read_to_string(&path).unwrap();
-        let at = text.find("\"sha256\": \"").unwrap() + 11;
+        let at = text.find("\"sha256\":\"").unwrap() + 10;
         let flipped = if &text[at..at + 1] == "0" { "1" } else { "0" };
         fs::write(
             &path,
@@ -561,18 +612,20 @@ fn registered(store: &Path) -> Vec<String> {
     names
 }
 
-/// How many of the store's objects were compressed with a dictionary (their frame names its id).
+/// How many of the store's pack blocks were compressed with a dictionary (their frame names its
+/// id).
 fn written_with_a_dictionary(store: &Path) -> usize {
-    object_names(store)
-        .iter()
-        .filter(|n| with_a_dictionary(store, n))
-        .count()
-}
-
-/// Whether the object file `name` of `store` (or a checkout) names a dictionary in its frame.
-fn with_a_dictionary(store: &Path, name: &str) -> bool {
-    let bytes = fs::read(store.join("objects").join(&name[..2]).join(name)).unwrap();
-    zstd::zstd_safe::get_dict_id_from_frame(&bytes[..bytes.len().min(18)]).is_some()
+    let store = ctxfold::store::Store::at(store);
+    let mut count = 0;
+    for member in store.odb().packs().unwrap() {
+        let bytes = fs::read(member.pack.path()).unwrap();
+        for block in member.pack.blocks() {
+            let at = block.unwrap().pack_offset as usize;
+            let header = &bytes[at..bytes.len().min(at + 18)];
+            count += usize::from(zstd::zstd_safe::get_dict_id_from_frame(header).is_some());
+        }
+    }
+    count
 }
 
 /// The dictionary object's path in a checkout (or store).
@@ -699,14 +752,15 @@ fn a_remote_dictionary_whose_object_is_corrupt_is_refused_and_nothing_is_applied
     let mut victim = String::new();
     let w = tampered_remote_of(fill_with_a_dictionary, |work, names| {
         victim = only_dictionary(work);
-        // Another object, itself written without a dictionary (a dictionary never is).
-        let other = names
-            .iter()
-            .find(|n| !n.starts_with(&victim) && !with_a_dictionary(work, n))
-            .unwrap();
-        fs::copy(
-            work.join("objects").join(&other[..2]).join(other),
+        assert_eq!(
+            names.len(),
+            1,
+            "the dictionary is the one loose object: {names:?}"
+        );
+        // Other bytes, a valid frame written without a dictionary (as a dictionary always is).
+        fs::write(
             dictionary_object(work, &victim),
+            zstd::encode_all(&b"not the dictionary"[..], 3).unwrap(),
         )
         .unwrap();
     });

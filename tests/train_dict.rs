@@ -105,8 +105,8 @@ fn a_manifest_naming_a_missing_dictionary_is_refused() {
     let text = std::fs::read_to_string(&path).unwrap();
     let bogus = "ab".repeat(32);
     let edited = text.replace(
-        "\"compression\": \"zstd\"",
-        &format!("\"compression\": \"zstd\",\n    \"dictionary\": \"{bogus}\""),
+        "\"compression\":\"zstd\"",
+        &format!("\"compression\":\"zstd\",\"dictionary\":\"{bogus}\""),
     );
     assert_ne!(edited, text);
     std::fs::write(&path, edited).unwrap();
@@ -114,8 +114,8 @@ fn a_manifest_naming_a_missing_dictionary_is_refused() {
         .fails(4)
         .one_line_error(&format!("zstd dictionary {bogus} is not in"));
     let unknown = text.replace(
-        "\"compression\": \"zstd\"",
-        "\"compression\": \"zstd\",\n    \"window_log\": 31",
+        "\"compression\":\"zstd\"",
+        "\"compression\":\"zstd\",\"window_log\":31",
     );
     std::fs::write(&path, unknown).unwrap();
     env.run("ctxfold-cat-manifest", ["s"])

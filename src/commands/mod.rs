@@ -14,6 +14,7 @@ pub mod mirror;
 pub mod read_seeds;
 pub mod recall;
 pub mod remote;
+pub mod repack;
 pub mod restore;
 pub mod seeds;
 pub mod split;
@@ -21,6 +22,7 @@ pub mod stats;
 pub mod status;
 pub mod sync;
 pub mod train_dict;
+pub mod unpack;
 pub mod verify_span;
 pub mod write_manifest;
 
@@ -48,6 +50,8 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<stats::StatsArgs>(Level::Porcelain),
         Spec::of::<fsck::FsckArgs>(Level::Porcelain),
         Spec::of::<gc::GcArgs>(Level::Porcelain),
+        Spec::of::<repack::RepackArgs>(Level::Porcelain),
+        Spec::of::<unpack::UnpackArgs>(Level::Porcelain),
         Spec::of::<remote::RemoteArgs>(Level::Porcelain),
         Spec::of::<sync::SyncArgs>(Level::Porcelain),
         Spec::of::<sync::CloneArgs>(Level::Porcelain),

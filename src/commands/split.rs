@@ -86,7 +86,7 @@ impl Command for SplitArgs {
             Ok(())
         });
         segment(&settings, &mut input, &what, &mut writer)?;
-        drop(writer);
+        writer.finish()?;
         odb.commit_pack(pack)?;
         for mut part in parts {
             if part.object.stored_bytes == 0 {

@@ -130,6 +130,8 @@ pub struct Prepared {
     pub current: Option<Manifest>,
     /// The source's stamp before it was read.
     pub stamp: Option<Stamp>,
+    /// The objects its fold adds to the store.
+    pub created: Vec<Digest>,
 }
 
 /// Where a worker puts new objects: a pack being written, or (in a dry run) an encoder to measure
@@ -155,6 +157,7 @@ pub fn prepare(
         manifest: None,
         current: None,
         stamp: None,
+        created: Vec::new(),
     };
     if let Err(e) = prepare_into(store, found, options, stamps, sink, claimed, &mut prepared) {
         prepared.report.fail(&e);
@@ -205,8 +208,9 @@ fn prepare_into(
             _ => {}
         }
     }
-    let manifest = segment_source(store, found, options, sink, claimed, report, grown_from)?;
+    let manifest = segment_source(store, found, options, sink, claimed, prepared, grown_from)?;
     test_hook_after_read(path);
+    let report = &mut prepared.report;
     if let Some(change) = before.change(&Stamp::of(path)?) {
         report.action = Action::Changed;
         report.note = Some(format!(
@@ -242,9 +246,10 @@ fn segment_source(
     options: &Options,
     sink: Sink<'_>,
     claimed: &Mutex<HashSet<Digest>>,
-    report: &mut Report,
+    prepared: &mut Prepared,
     grown_from: Option<Manifest>,
 ) -> Result<Manifest> {
+    let report = &mut prepared.report;
     let (mut parts, reused, folded) = match grown_from {
         Some(mut old) => {
             old.parts.pop();
@@ -268,12 +273,13 @@ fn segment_source(
     );
     skip(&mut input, reused, &report.path)?;
     let read = segment(&options.settings, &mut input, &report.path, &mut writer);
-    report.stats = writer.stats;
-    let (_, written) = writer.finish();
-    let read = read?;
+    let written = writer.finish();
+    let (read, written) = (read?, written?);
+    report.stats = written.stats;
+    prepared.created = written.created;
     let whole = input.finish();
     report.source_bytes = whole.bytes;
-    check_parts(&read, &written, &report.path)?;
+    check_parts(&read, &written.parts, &report.path)?;
     if let Some(folded) = folded
         && whole.at_mark != Some(folded.sha256)
     {

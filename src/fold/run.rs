@@ -147,8 +147,15 @@ fn commit_group(
             }
         }
     }
-    for manifest in prepared.iter_mut().filter_map(|p| p.manifest.as_mut()) {
-        fill_stored_bytes(store, manifest)?;
+    for p in prepared.iter_mut() {
+        if let Some(manifest) = p.manifest.as_mut() {
+            fill_stored_bytes(store, manifest)?;
+        }
+        // What its new objects take: their shares of the blocks they went into.
+        for digest in &p.created {
+            let share = store.odb().stored_bytes(digest)?.unwrap_or(0);
+            p.report.stats.new_stored_bytes += share;
+        }
     }
     let manifests: Vec<&Manifest> = prepared
         .iter()
@@ -235,6 +242,12 @@ fn finish(
     }
     if let Some(manifest) = committed.as_ref().or(prepared.current.as_ref()) {
         match remove_source(store, found, manifest, &prepared, options) {
+            Ok(Removal::KeptActive) => {
+                let report = &mut prepared.report;
+                report.source = Removal::KeptActive;
+                report.note =
+                    Some("kept: an active session is removed only with --allow-active".into());
+            }
             Ok(removal) => prepared.report.source = removal,
             Err(e) => {
                 let report = &mut prepared.report;

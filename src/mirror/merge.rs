@@ -133,6 +133,11 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
     let dictionaries = plan
         .stage_dictionaries(sub("dictionaries"), sub("objects"), &mut ids, &mut objects)
         .map_err(|e| e.context("refused the remote's dictionaries, nothing was applied"))?;
+    let mut packs = Vec::new();
+    if let Some(id) = sub(crate::odb::pack::DIR) {
+        plan.stage_packs(id, &mut packs)
+            .map_err(|e| e.context("refused the remote's packs, nothing was applied"))?;
+    }
     if let Some(id) = sub("objects") {
         plan.stage_objects(id, &mut objects)
             .map_err(|e| e.context("refused the remote's objects, nothing was applied"))?;
@@ -150,7 +155,7 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
         .map_err(|e| e.context("refused the remote's context-fold files, nothing was applied"))?;
     }
     let steps = std::mem::take(&mut plan.steps);
-    apply(store, &staged, &objects, &dictionaries, steps)
+    apply(store, &staged, &packs, &objects, &dictionaries, steps)
 }
 
 /// One change to the store, decided and checked before any is made.
@@ -291,6 +296,51 @@ impl<'a> Planner<'a> {
         create_private_dir(path.parent().expect("object paths have a parent"))?;
         fs::hard_link(self.store.odb().loose_path(digest), &path)
             .with_path("link into staging", &path)
+    }
+
+    /// Stage every remote pack that holds an object this store lacks, each checked whole (its index
+    /// against it, every block, every object's sha256, its own sha256 against its name).
+    fn stage_packs(&mut self, tree: ObjectId, staged: &mut Vec<Digest>) -> Result<()> {
+        let remote = self.mirror.entries(Some(tree))?;
+        let odb = self.staged.odb();
+        let dir = odb.packs_dir().to_path_buf();
+        for (name, entry) in &remote {
+            let name = std::str::from_utf8(name).unwrap_or_default();
+            let Some(pack) = name.strip_suffix(".idx").and_then(Digest::parse) else {
+                if name.strip_suffix(".pack").and_then(Digest::parse).is_none() {
+                    return Err(Error::corrupt(format!(
+                        "unexpected file {}/{name}",
+                        crate::odb::pack::DIR
+                    )));
+                }
+                continue;
+            };
+            let data = remote
+                .get(format!("{pack}.pack").as_bytes())
+                .filter(|e| e.mode.is_blob())
+                .ok_or_else(|| Error::corrupt(format!("pack {pack} has an index but no pack")))?;
+            if self.store.odb().has_pack(&pack)? {
+                continue;
+            }
+            create_private_dir(&dir)?;
+            self.write_blob(data.oid, &crate::odb::pack::pack_path(&dir, &pack))?;
+            self.write_blob(entry.oid, &crate::odb::pack::index_path(&dir, &pack))?;
+            let member = odb.open_pack(&pack)?;
+            if let Some(problem) = odb.verify_pack(&member).into_iter().next() {
+                return Err(Error::corrupt(problem.to_string()));
+            }
+            // A pack holding nothing new (what this store repacked already) is left out.
+            let mut new = false;
+            for at in member.pack.objects() {
+                new |= !self.store.odb().contains(&at?.digest)?;
+            }
+            if new {
+                staged.push(pack);
+            } else {
+                odb.remove_pack(&pack)?;
+            }
+        }
+        Ok(())
     }
 
     /// Stage and verify every remote object this store lacks.
@@ -536,11 +586,19 @@ fn frame_dictionary_id(path: &Path) -> Result<Option<std::num::NonZeroU32>> {
 fn apply(
     store: &Store,
     staged: &Store,
+    packs: &[Digest],
     objects: &[Digest],
     dictionaries: &[Digest],
     steps: Vec<Step>,
 ) -> Result<Report> {
     let mut report = Report::default();
+    // The staged packs' bytes are durable before they are linked in.
+    if !packs.is_empty() {
+        staged.odb().sync()?;
+    }
+    for pack in packs {
+        report.objects_added += store.odb().adopt_pack(staged.odb(), pack)?;
+    }
     for digest in objects {
         let target = store.odb().loose_path(digest);
         create_private_dir(target.parent().expect("object paths have a parent"))?;

@@ -1,4 +1,4 @@
-//! The store as a git tree: `manifests/` (with its subfolders), `objects/<2 hex>/`,
+//! The store as a git tree: `manifests/` (with its subfolders), `objects/<2 hex>/`, the packs,
 //! `context-fold/` and the registrations `dictionaries/<sha256>` (not `dictionaries/CURRENT`: which
 //! dictionary new objects are written with is each machine's own choice), each file a blob holding
 //! the file's bytes as they are (objects stay zstd).
@@ -24,12 +24,13 @@ use crate::odb::dictionaries::CURRENT;
 use crate::store::Store;
 
 /// The store folders that are mirrored, and whether their files are immutable (a registration is
-/// an empty file named by its dictionary object).
-const FOLDERS: [(&str, bool); 4] = [
+/// an empty file named by its dictionary object; a pack is named by its content).
+const FOLDERS: [(&str, bool); 5] = [
     ("context-fold", false),
     ("dictionaries", true),
     ("manifests", false),
     ("objects", true),
+    (crate::odb::pack::DIR, true),
 ];
 
 impl Mirror {

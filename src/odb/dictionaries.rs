@@ -35,11 +35,13 @@ pub const CURRENT: &str = "CURRENT";
 /// A registered dictionary: its name and bytes.
 pub type Named = (Digest, Arc<[u8]>);
 
-/// Registered dictionaries by zstd dictionary id, shared by a store handle's clones: their bytes
-/// (loose objects load them into a decoding context) and, once a pack block needed it, the
-/// dictionary prepared for decoding.
+/// A registered dictionary's bytes (loose objects load them into a decoding context) and, once a
+/// pack block needed it, the dictionary prepared for decoding.
+type Cached = (Named, Option<Prepared>);
+
+/// Registered dictionaries by zstd dictionary id, shared by a store handle's clones.
 #[derive(Clone, Default)]
-pub struct Cache(Arc<Mutex<HashMap<u32, (Named, Option<Prepared>)>>>);
+pub struct Cache(Arc<Mutex<HashMap<u32, Cached>>>);
 
 impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -87,6 +87,17 @@ impl Loose {
         })
     }
 
+    /// Write `raw` as this object's file whatever is there: the same bytes in another encoding (an
+    /// object written with a dictionary, rewritten without). Not durable until the caller syncs.
+    pub fn replace(&self, digest: &Digest, raw: &[u8], encoder: &mut Encoder) -> Result<()> {
+        self.create_fan_out_dir(digest)?;
+        let mut pending = Pending::new_in(&self.tmp, ".object-")?;
+        pending
+            .write_all(encoder.compress(raw)?)
+            .with_path("write", pending.path())?;
+        pending.replace_unsynced(&self.path(digest))
+    }
+
     /// Store everything `input` yields as one object, streaming; see [`super::Odb::put_streaming`].
     pub fn put_streaming(
         &self,

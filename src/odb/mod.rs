@@ -19,6 +19,7 @@ mod loose;
 pub mod pack;
 pub mod packs;
 pub mod repack;
+pub mod unpack;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -27,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use crate::digest::Digest;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Cause, Error, IoContext, Result};
 
 pub use codec::{DEFAULT_LEVEL, Encoder};
 use pack::{PackInfo, PackOptions, PackWriter};
@@ -102,6 +103,16 @@ impl Odb {
             packs: Arc::new(packs::PackSet::new(root.join(pack::DIR))),
             codexfold: Arc::default(),
             dictionaries: dictionaries::Cache::default(),
+        }
+    }
+
+    /// The same objects seen through their loose files alone: what a reader of the plain Fold V1
+    /// layout sees (unpack checks every manifest through it before removing any pack).
+    pub fn loose_only(&self) -> Odb {
+        Self {
+            packs: Arc::new(packs::PackSet::blind(self.packs.dir().to_path_buf())),
+            codexfold: Arc::new(OnceLock::from(Ok(None))),
+            ..self.clone()
         }
     }
 
@@ -242,6 +253,39 @@ impl Odb {
         Ok(info)
     }
 
+    /// Whether this store holds the pack `name` (in place, its index too).
+    pub fn has_pack(&self, name: &Digest) -> Result<bool> {
+        Ok(pack::list(self.packs.dir())?.contains(name))
+    }
+
+    /// Open the pack `name`, which must be in place, and add it to the packs this handle reads.
+    pub fn open_pack(&self, name: &Digest) -> Result<Arc<Member>> {
+        self.packs.add(name)?;
+        self.packs
+            .members()?
+            .into_iter()
+            .find(|m| m.pack.name() == name)
+            .ok_or_else(|| Error::object_missing(*name))
+    }
+
+    /// Take pack `name` from `other` (a staging store on this filesystem) by hard links, the pack
+    /// before its index, the folder fsynced; returns how many objects it holds.
+    pub fn adopt_pack(&self, other: &Odb, name: &Digest) -> Result<u64> {
+        let dir = self.packs.dir();
+        crate::store::create_private_dir(dir)?;
+        for path in [pack::pack_path, pack::index_path] {
+            let (from, to) = (path(other.packs.dir(), name), path(dir, name));
+            match std::fs::hard_link(&from, &to) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(e).with_path("add pack", &to);
+                }
+                _ => {}
+            }
+        }
+        crate::store::atomic::sync_dir(dir)?;
+        Ok(u64::from(self.open_pack(name)?.pack.object_count()))
+    }
+
     /// Every pack that opened (repack, gc, fsck and stats go through them).
     pub fn packs(&self) -> Result<Vec<Arc<Member>>> {
         self.packs.members()
@@ -291,7 +335,14 @@ impl Odb {
         {
             return Ok(n);
         }
-        Err(Error::object_missing(*digest))
+        // It may be in a pack that does not open: say so, the pack is what needs repair.
+        match self.packs.broken()?.first() {
+            Some((name, why)) => Err(Error::object_missing(*digest).context(format_args!(
+                "pack {} does not open ({why})",
+                pack::pack_path(self.packs.dir(), name).display()
+            ))),
+            None => Err(Error::object_missing(*digest)),
+        }
     }
 
     /// Read the loose copy of an object, whatever other copies exist (fsck checks each).
@@ -333,9 +384,17 @@ impl Odb {
         expected: Option<u64>,
         out: &mut dyn Write,
     ) -> Result<Option<u64>> {
-        match self.packs.find(digest)? {
-            Some((member, at)) => member.pack.read(&at, expected, out, self).map(Some),
-            None => Ok(None),
+        let Some((member, at)) = self.packs.find(digest)? else {
+            return Ok(None);
+        };
+        match member.pack.read(&at, expected, out, self) {
+            Ok(n) => Ok(Some(n)),
+            // A damaged block names the pack and block; say which object was wanted too.
+            Err(e) => match e.cause() {
+                Cause::ObjectCorrupt { digest: named, .. } if named == digest => Err(e),
+                Cause::Write { .. } => Err(e),
+                _ => Err(Error::object_corrupt(*digest, e.to_string())),
+            },
         }
     }
 

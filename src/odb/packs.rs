@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use super::pack::{self, BlockCache, DEFAULT_CACHE_BYTES, Location, Pack};
 use crate::digest::Digest;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
 
 /// One open pack, and whether this handle has refreshed its mtime yet.
 pub struct Member {
@@ -54,6 +54,8 @@ pub(super) struct PackSet {
     dir: PathBuf,
     cache: Arc<BlockCache>,
     state: RwLock<State>,
+    /// Sees no pack, ever (a view of the loose objects alone).
+    blind: bool,
 }
 
 impl PackSet {
@@ -62,6 +64,15 @@ impl PackSet {
             dir,
             cache: Arc::new(BlockCache::new(DEFAULT_CACHE_BYTES)),
             state: RwLock::default(),
+            blind: false,
+        }
+    }
+
+    /// A set that holds no pack and never looks for one.
+    pub fn blind(dir: PathBuf) -> Self {
+        Self {
+            blind: true,
+            ..Self::new(dir)
         }
     }
 
@@ -95,7 +106,10 @@ impl PackSet {
     /// Look at the folder again: open packs that appeared, drop packs that are gone. Returns
     /// whether anything changed.
     pub fn refresh(&self) -> Result<bool> {
-        let names = pack::list(&self.dir)?;
+        let names = match self.blind {
+            true => Vec::new(),
+            false => pack::list(&self.dir)?,
+        };
         let mut state = self.write_state();
         let before = state.members.len() + state.broken.len();
         state.members.retain(|m| names.contains(m.pack.name()));
@@ -163,12 +177,4 @@ impl std::fmt::Debug for PackSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "PackSet({})", self.dir.display())
     }
-}
-
-/// A pack that is referenced but does not open: reading its objects is impossible.
-pub fn broken_pack(dir: &Path, name: &Digest, why: &str) -> Error {
-    Error::corrupt(format!(
-        "pack {} does not open: {why}",
-        pack::pack_path(dir, name).display()
-    ))
 }

@@ -23,6 +23,17 @@ pub struct Sources {
     pub loose: bool,
 }
 
+/// What becomes of an object of the sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Into the new pack.
+    Pack,
+    /// Gone (from a rewritten pack, or its loose file removed).
+    Drop,
+    /// A loose object left as it is (one in a rewritten pack is packed instead).
+    Leave,
+}
+
 /// What a repack did.
 #[derive(Debug, Default)]
 pub struct Repacked {
@@ -35,14 +46,14 @@ pub struct Repacked {
 }
 
 /// Rewrite `sources` into one pack written with `options`. Objects go in the order `order` names
-/// them (each session's parts, say), then the rest in the order they were found; an object `keep`
-/// refuses is left out and its loose file removed. Loose objects already in a pack that stays are
-/// duplicates: their files are removed.
+/// them (each session's parts, say), then the rest in the order they were found; `fate` decides
+/// what becomes of each. Loose objects already in a pack that stays are duplicates: their files
+/// are removed.
 pub fn repack(
     odb: &Odb,
     sources: &Sources,
     order: impl IntoIterator<Item = Digest>,
-    keep: impl Fn(&Digest, Place) -> bool,
+    fate: impl Fn(&Digest, Place) -> Fate,
     options: PackOptions,
 ) -> Result<Repacked> {
     let dictionaries: HashSet<Digest> = odb.dictionaries()?.into_iter().collect();
@@ -74,18 +85,30 @@ pub fn repack(
     let places: HashMap<Digest, Place> = found.iter().copied().collect();
     let mut done = Repacked::default();
     let mut dropped = HashSet::new();
+    let mut left = HashSet::new();
     let mut writer = odb.pack_writer(options)?;
     let ordered = order
         .into_iter()
         .filter_map(|digest| places.get(&digest).map(|&place| (digest, place)));
     for (digest, place) in ordered.chain(found.iter().copied()) {
-        if staying.contains(&digest) || writer.contains(&digest) || dropped.contains(&digest) {
+        if staying.contains(&digest)
+            || writer.contains(&digest)
+            || dropped.contains(&digest)
+            || left.contains(&digest)
+        {
             continue;
         }
-        if !keep(&digest, place) {
-            dropped.insert(digest);
-            done.dropped.push((digest, place));
-            continue;
+        match fate(&digest, place) {
+            Fate::Drop => {
+                dropped.insert(digest);
+                done.dropped.push((digest, place));
+                continue;
+            }
+            Fate::Leave if place == Place::Loose => {
+                left.insert(digest);
+                continue;
+            }
+            Fate::Pack | Fate::Leave => {}
         }
         let bytes = odb.read_to_vec(&digest, None)?;
         if dictionaries.contains(&digest) {
@@ -102,7 +125,7 @@ pub fn repack(
         odb.remove_pack(name)?;
         done.removed_packs.push(*name);
     }
-    for digest in loose {
+    for digest in loose.into_iter().filter(|d| !left.contains(d)) {
         odb.remove_loose(&digest)?;
         if !dropped.contains(&digest) {
             done.packed_loose += 1;

@@ -24,7 +24,7 @@ use super::Store;
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 use crate::odb::pack::PackOptions;
-use crate::odb::repack::{Repacked, Sources, repack};
+use crate::odb::repack::{Fate, Repacked, Sources, repack};
 use crate::odb::{Listed, Place};
 
 /// More packs than this after a collection are merged into one (all but the largest).
@@ -136,7 +136,6 @@ pub fn plan(store: &Store, roots: &Roots, cutoff: SystemTime, all_packs: bool) -
             Place::Loose => match odb.loose_modified(&digest)? {
                 Some((modified, _)) if modified >= cutoff => {
                     plan.young += u64::from(counted.insert(digest));
-                    plan.loose_to_pack += u64::from(packable);
                 }
                 Some((_, size)) => plan.dead_loose.push((digest, size)),
                 None => {}
@@ -204,19 +203,24 @@ pub fn apply(
         .filter(|m| m.modified().is_ok_and(|t| t >= cutoff))
         .map(|m| *m.pack.name())
         .collect();
-    let keep = |digest: &Digest, place: Place| {
-        roots.set.contains(digest)
-            || match place {
-                Place::Pack(name) => young_packs.contains(&name),
-                Place::Loose => odb
-                    .loose_modified(digest)
-                    .ok()
-                    .flatten()
-                    .is_none_or(|(modified, _)| modified >= cutoff),
-                Place::Codexfold => true,
-            }
+    // Referenced objects are packed; unreferenced ones in their grace period stay where they are
+    // (a packed one moves with its rewritten pack), the others go.
+    let fate = |digest: &Digest, place: Place| {
+        if roots.set.contains(digest) {
+            return Fate::Pack;
+        }
+        let young = match place {
+            Place::Pack(name) => young_packs.contains(&name),
+            Place::Loose => odb
+                .loose_modified(digest)
+                .ok()
+                .flatten()
+                .is_none_or(|(modified, _)| modified >= cutoff),
+            Place::Codexfold => true,
+        };
+        if young { Fate::Leave } else { Fate::Drop }
     };
-    let done = repack(odb, &sources, roots.order.iter().copied(), keep, options)?;
+    let done = repack(odb, &sources, roots.order.iter().copied(), fate, options)?;
     for temp in &plan.temps {
         super::remove_if_present(temp)?;
     }

@@ -17,6 +17,7 @@ pub mod atomic;
 pub mod commit;
 pub mod fsck;
 pub mod gc;
+pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod reconstruct;
@@ -51,6 +52,14 @@ impl Store {
     /// The store's objects.
     pub fn odb(&self) -> &Odb {
         &self.odb
+    }
+
+    /// This store as a reader of the plain Fold V1 layout sees it: its loose objects alone.
+    pub fn loose_only(&self) -> Store {
+        Store {
+            root: self.root.clone(),
+            odb: self.odb.loose_only(),
+        }
     }
 
     /// Open an existing store for reading.

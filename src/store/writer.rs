@@ -32,8 +32,8 @@ pub struct WriteStats {
     pub parts: u64,
     /// Raw bytes of parts that were (or would be) new objects.
     pub new_raw_bytes: u64,
-    /// Their compressed size (a dry run's estimate; for packed objects, known once their pack is
-    /// written: see `stored_bytes` in the manifest).
+    /// Their compressed size: their share of the pack blocks they were written in (a dry run
+    /// estimates it by compressing them together in blocks of the same size).
     pub new_stored_bytes: u64,
     pub new_objects: u64,
     /// Raw bytes of parts whose object was already stored (or seen earlier in this run).
@@ -50,11 +50,22 @@ impl std::ops::AddAssign for WriteStats {
     }
 }
 
+/// What a [`PartWriter`] did.
+pub struct Written {
+    pub parts: Summary,
+    pub stats: WriteStats,
+    pub created: Vec<Digest>,
+}
+
 pub struct PartWriter<'a, F: FnMut(Part) -> Result<()>> {
     mode: Mode<'a>,
     record: F,
     written: HashingWriter<std::io::Sink>,
-    pub stats: WriteStats,
+    /// A dry run's new objects waiting to be compressed together, as a pack's block would be.
+    block: Vec<u8>,
+    /// The objects this writer added (or, in a dry run, would add), each once.
+    created: Vec<Digest>,
+    stats: WriteStats,
 }
 
 impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
@@ -64,15 +75,33 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
             mode,
             record,
             written: HashingWriter::new(std::io::sink()),
+            block: Vec::new(),
+            created: Vec::new(),
             stats: WriteStats::default(),
         }
     }
 
-    /// The mode back (with its encoder, for the next file), and the size and sha256 of the parts
-    /// as they were received.
-    pub fn finish(self) -> (Mode<'a>, Summary) {
+    /// What was written: the size and sha256 of the parts as they were received, the counts (a
+    /// dry run's last estimate made), and the objects added.
+    pub fn finish(mut self) -> Result<Written> {
+        self.estimate()?;
         let (_, sha256, bytes) = self.written.finish();
-        (self.mode, Summary { bytes, sha256 })
+        Ok(Written {
+            parts: Summary { bytes, sha256 },
+            stats: self.stats,
+            created: self.created,
+        })
+    }
+
+    /// A dry run: compress the new objects gathered so far together, as a pack's block would be.
+    fn estimate(&mut self) -> Result<()> {
+        if let Mode::DryRun(_, encoder, _) = &mut self.mode
+            && !self.block.is_empty()
+        {
+            self.stats.new_stored_bytes += encoder.compressed_len(&self.block)?;
+            self.block.clear();
+        }
+        Ok(())
     }
 }
 
@@ -98,19 +127,25 @@ impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
                     (0, true)
                 }
             }
-            Mode::DryRun(odb, encoder, counted) => match odb.stored_bytes(&sha256)? {
+            Mode::DryRun(odb, _, counted) => match odb.stored_bytes(&sha256)? {
                 Some(n) => (n, false),
                 None if !counted.lock().expect("never poisoned").insert(sha256) => (0, false),
-                None => (encoder.compressed_len(bytes)?, true),
+                None => {
+                    self.block.extend_from_slice(bytes);
+                    (0, true)
+                }
             },
         };
         self.stats.parts += 1;
         if created {
+            self.created.push(sha256);
             self.stats.new_objects += 1;
             self.stats.new_raw_bytes += raw_bytes;
-            self.stats.new_stored_bytes += stored_bytes;
         } else if !matches!(self.mode, Mode::HashOnly) {
             self.stats.dedup_raw_bytes += raw_bytes;
+        }
+        if self.block.len() >= crate::odb::pack::DEFAULT_BLOCK_BYTES {
+            self.estimate()?;
         }
         let (kind, json_path) = match kind {
             PartKind::Residual => (ManifestKind::Residual, None),
