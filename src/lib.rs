@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod error;
 pub mod fold;
 pub mod input;
+pub mod interrupt;
 pub mod ledger;
 pub mod mirror;
 pub mod parallel;

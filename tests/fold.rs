@@ -269,11 +269,23 @@ fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active()
         run.stdout_text()
     );
 
-    env.run(
-        "ctxfold",
-        ["fold", "--apply", "--remove-source", "--allow-active"],
-    )
-    .ok();
+    // With the plain archive gone, its .zst sibling (half its bytes) is found in its place: a
+    // session that changed other than by an append, refused, and kept.
+    let run = env
+        .run(
+            "ctxfold",
+            ["fold", "--apply", "--remove-source", "--allow-active"],
+        )
+        .fails(3);
+    assert!(
+        run.stdout_text()
+            .lines()
+            .any(|l| l.starts_with("changed    refused")
+                && l.ends_with(homes.shadowed.to_str().unwrap())),
+        "{}",
+        run.stdout_text()
+    );
+    assert!(homes.shadowed.exists());
     for placed in homes.active() {
         assert!(!placed.path.exists(), "{} kept", placed.path.display());
     }
@@ -411,15 +423,10 @@ fn a_grown_rollout_refolded_adds_little() {
         .unwrap();
     let status = env.run("ctxfold", ["status", "--json", path]).ok();
     assert_eq!(json_lines(&status.stdout)[0]["state"], "grown");
+    // Growth is the normal path: no --overwrite needed.
     let run = env.run("ctxfold", ["fold", "--apply", "--json", path]).ok();
-    assert_eq!(json_lines(&run.stdout)[0]["action"], "needs_overwrite");
-    let run = env
-        .run(
-            "ctxfold",
-            ["fold", "--apply", "--overwrite", "--json", path],
-        )
-        .ok();
     let report = &json_lines(&run.stdout)[0];
+    assert_eq!(report["state"], "grown");
     assert_eq!(report["action"], "fold");
     let new_stored = report["new_stored_bytes"].as_u64().unwrap();
     let size = (placed.bytes.len() + extra.len()) as u64;

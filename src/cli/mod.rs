@@ -62,6 +62,11 @@ impl<'a> Io<'a> {
         self.verbosity
     }
 
+    /// The name talk is prefixed with (`ctxfold fold`).
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
     /// A line of data on stdout.
     pub fn line(&mut self, line: impl std::fmt::Display) -> Result<()> {
         emit(self.out, line)

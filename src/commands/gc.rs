@@ -1,11 +1,13 @@
 //! `ctxfold gc`: unreferenced objects and stale temp files removed (a dry run unless --apply).
 
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{Error, Result};
 use crate::store::gc;
+use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
 
 /// Remove objects no manifest references, and stale temp files (a dry run unless --apply)
@@ -28,6 +30,12 @@ use crate::store::lock::Mode;
 ///
 /// Stale temp files are the files in <store>/tmp and the `.*.tmp` files under objects/ and
 /// manifests/ older than the grace period.
+///
+/// --prune-generations also removes every generation (manifests/generations/<id>/: the earlier
+/// versions of sessions that fold kept when it replaced them; see ctxfold fold), listing each,
+/// and then the objects only they referenced. Nothing else ever removes a generation of a session
+/// that changed other than by an append: it may hold the only copy of those bytes (`ctxfold
+/// restore ID@N --to FILE` saves one first).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-gc", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct GcArgs {
@@ -38,6 +46,9 @@ pub struct GcArgs {
     /// d or w (`30m`, `2d`)
     #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_age)]
     pub prune: Duration,
+    /// Remove every session's generations (earlier versions kept by fold) too
+    #[arg(long)]
+    pub prune_generations: bool,
     #[command(flatten)]
     pub talk: TalkArgs,
     #[command(flatten)]
@@ -80,13 +91,34 @@ impl Command for GcArgs {
         let cutoff = SystemTime::now()
             .checked_sub(self.prune)
             .ok_or_else(|| Error::usage("--prune is too long"))?;
-        let mut plan = gc::plan(&store, cutoff)?;
+        let dropping: Vec<(String, Generation)> = match self.prune_generations {
+            true => generations::all(&store)?
+                .into_iter()
+                .flat_map(|(id, kept)| kept.into_iter().map(move |g| (id.clone(), g)))
+                .collect(),
+            false => Vec::new(),
+        };
+        let paths: Vec<PathBuf> = dropping.iter().map(|(_, g)| g.path.clone()).collect();
+        let mut plan = gc::plan(&store, cutoff, &paths)?;
         let verb = if self.apply {
+            // Generations first: a crash between the two must not leave one naming a removed object.
+            let kept: Vec<Generation> = dropping.iter().map(|(_, g)| g.clone()).collect();
+            generations::remove(&kept)?;
             plan = gc::apply(&store, plan, cutoff)?;
             "removed"
         } else {
             "would remove"
         };
+        for (id, generation) in &dropping {
+            emit(
+                io.out,
+                format_args!(
+                    "{verb} generation {id}@{} ({})",
+                    generation.number,
+                    generation.describe()
+                ),
+            )?;
+        }
         for (digest, size) in &plan.objects {
             emit(
                 io.out,
@@ -100,10 +132,11 @@ impl Command for GcArgs {
         emit(
             io.out,
             format_args!(
-                "{} unreferenced objects ({}) {verb}, {} temp files; {} objects referenced; {} unreferenced objects younger than --prune kept",
+                "{} unreferenced objects ({}) {verb}, {} temp files, {} generations; {} objects referenced; {} unreferenced objects younger than --prune kept",
                 plan.objects.len(),
                 bytes(freed),
                 plan.temps.len(),
+                dropping.len(),
                 plan.referenced,
                 plan.young,
             ),

@@ -24,8 +24,9 @@ pub mod train_dict;
 pub mod verify_span;
 pub mod write_manifest;
 
-use crate::cli::{Level, Spec};
+use crate::cli::{Io, Level, Spec, Status};
 use crate::segment::Settings;
+use crate::sources::Discovery;
 
 /// Every command, plumbing first, in the order `help -a` lists them.
 pub fn registry() -> Vec<Spec> {
@@ -98,4 +99,27 @@ pub struct LevelArgs {
     /// zstd level for new objects
     #[arg(long, value_name = "N", default_value_t = crate::store::objects::DEFAULT_LEVEL, allow_negative_numbers = true)]
     pub level: i32,
+}
+
+/// Say what a search for sessions turned up besides sessions: each problem as a warning, and the
+/// symbolic links it did not follow in one line (each one under `--verbose`). Returns the status
+/// the problems give the run.
+pub fn report_discovery(io: &mut Io<'_>, discovery: &Discovery) -> Status {
+    for problem in &discovery.problems {
+        io.warn(problem);
+    }
+    if !discovery.symlinks.is_empty() {
+        io.note(format_args!(
+            "skipped {} symbolic links in the session folders (never followed; -v lists them)",
+            discovery.symlinks.len()
+        ));
+        for link in &discovery.symlinks {
+            io.detail(format_args!("skipped symbolic link {}", link.display()));
+        }
+    }
+    if discovery.problems.is_empty() {
+        Status::Success
+    } else {
+        Status::Refused
+    }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
+use crate::store::generations;
 use crate::store::reconstruct::restore_file;
 
 /// Restore a folded session to disk, byte for byte and verified (alias: materialize)
@@ -13,12 +14,19 @@ use crate::store::reconstruct::restore_file;
 /// target is untouched, the temp file is removed and the exit status is 1. The default target is
 /// the manifest's rollout_path, so a removed rollout comes back where its agent looks for it.
 /// `materialize` is a verified restore, not transparent access to a folded session.
+///
+/// ID@N (or --generation N) restores an earlier version of the session: one that a later fold
+/// replaced and kept as a generation (ID@1 is the newest, ID@0 the current version).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-restore", version, visible_alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]
 pub struct RestoreArgs {
-    /// The folded session's id
+    /// The folded session's id; ID@N restores its generation N (as --generation N)
     #[arg(value_name = "SESSION")]
     pub session: String,
+    /// Restore generation N of the session, a version a later fold replaced (1 is the newest;
+    /// `ctxfold ls --generations` lists them)
+    #[arg(long, value_name = "N")]
+    pub generation: Option<usize>,
     /// Where to write it [default: the manifest's rollout_path]
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub to: Option<PathBuf>,
@@ -34,7 +42,7 @@ pub struct RestoreArgs {
 impl Command for RestoreArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
-        let manifest = store.load_manifest(&self.session)?;
+        let manifest = generations::resolve(&store, &self.session, self.generation)?;
         let target = self
             .to
             .unwrap_or_else(|| PathBuf::from(&manifest.session.rollout_path));

@@ -1,8 +1,12 @@
 //! Folding one found session into the store, with every rule of fold-v1's "Mutation Safety": a
-//! dry run unless applied, an existing manifest replaced only with `overwrite` (a source whose
-//! sha256 already matches is simply up to date), nothing committed when the source changed while
-//! it was read, and a source removed only after its manifest is committed and a reconstruction from
-//! the store verified (an active one only with `allow_active`).
+//! dry run unless applied, nothing committed when the source changed while it was read, and a
+//! source removed only after its manifest is committed and a reconstruction from the store verified
+//! (an active one only with `allow_active`).
+//!
+//! A session folded before is compared with its manifest first (see `compare`): up to date, grown
+//! by an append (folded again, the normal path), or changed some other way (refused unless
+//! `overwrite`). Either way the manifest replaced is kept first as a generation
+//! (`store::generations`), so no fold loses a version.
 //!
 //! The source is read once: segmenting it also hashes it. Its stamp (size, mtime, ctime, inode)
 //! is taken before the read and compared just before the commit.
@@ -21,6 +25,7 @@ use crate::error::{Cause, Error, Result, Status};
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
 use crate::store::Store;
+use crate::store::generations::{self, Reason};
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
 use crate::store::objects::Encoder;
 use crate::store::reconstruct;
@@ -51,10 +56,10 @@ pub enum Action {
     /// Committed (`--apply`) or would be (a dry run).
     Fold,
     UpToDate,
-    /// A manifest for the session exists and records other bytes: `--overwrite` replaces it.
+    /// The session changed other than by an append since it was folded: `--overwrite` folds it.
     NeedsOverwrite,
     /// The source changed while it was read: nothing committed.
-    Changed,
+    Unsettled,
     Failed,
 }
 
@@ -67,12 +72,17 @@ pub enum Removal {
     WouldRemove,
     /// Not archived, and `--allow-active` was not given.
     KeptActive,
+    /// Gone before this run could remove it: another fold removed it (it is in the store).
+    Gone,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub id: String,
     pub path: String,
+    /// The source compared with the store before folding (`None`: not known, it failed first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
     pub action: Action,
     /// Decompressed size of the source (0 when it could not be read).
     pub source_bytes: u64,
@@ -85,6 +95,9 @@ pub struct Report {
     /// The folded session's seed index could not be extracted (the fold itself stands).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub seeds_failed: bool,
+    /// The generation the previous version was kept as (`--apply`), relative to the store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
     /// Why it failed, changed or was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -105,12 +118,14 @@ pub fn fold_session(
     let mut report = Report {
         id: found.session.id.clone(),
         path: found.path.display().to_string(),
+        state: None,
         action: Action::Failed,
         source_bytes: 0,
         stats: WriteStats::default(),
         source: Removal::Kept,
         seed_records: None,
         seeds_failed: false,
+        kept: None,
         note: None,
         status: Status::Success,
     };
@@ -130,30 +145,49 @@ fn fold_into(
     report: &mut Report,
 ) -> Result<()> {
     let path = &found.path;
-    let before = Stamp::of(path)?;
     let id = &found.session.id;
+    let Some(before) = Stamp::of_present(path)? else {
+        if folded_already(store, id, None, report)? {
+            return Ok(());
+        }
+        return Err(Error::io("stat", path, rustix::io::Errno::NOENT.into()));
+    };
+    // Why the manifest this fold replaces is kept as a generation (`None`: there is none).
+    let mut keep = None;
+    report.state = Some(State::New);
     if let Some(manifest) = &existing_manifest(store, id, options.overwrite)? {
-        match compare(path, &before, &manifest.source)? {
+        let state = compare(path, &before, &manifest.source)?;
+        report.state = Some(state);
+        match state {
             State::UpToDate => {
                 report.action = Action::UpToDate;
                 report.source_bytes = manifest.source.bytes;
                 return remove_source(store, found, manifest, &before, false, options, report);
             }
-            _ if !options.overwrite => {
+            State::Grown => keep = Some(Reason::Grown),
+            _ if options.overwrite => keep = Some(Reason::Changed),
+            _ => {
                 report.action = Action::NeedsOverwrite;
                 report.source_bytes = before.size;
-                report.note =
-                    Some("folded earlier with other bytes; --overwrite replaces it".into());
+                report.note = Some(format!(
+                    "it changed other than by an append since it was folded: --overwrite folds it, \
+                     keeping the folded version as {id}@1"
+                ));
+                report.status = Status::Refused;
                 return Ok(());
             }
-            _ => {}
         }
     }
 
     let manifest = segment_source(store, found, options, encoder, report)?;
     test_hook_after_read(path);
-    if let Some(change) = before.change(&Stamp::of(path)?) {
-        report.action = Action::Changed;
+    let change = match Stamp::of_present(path)? {
+        Some(after) => before.change(&after),
+        None if folded_already(store, id, Some(&manifest.source), report)? => return Ok(()),
+        None => Some("it was removed"),
+    };
+    if let Some(change) = change {
+        report.action = Action::Unsettled;
         report.note = Some(format!(
             "the source changed while it was read ({change}); nothing committed"
         ));
@@ -161,26 +195,44 @@ fn fold_into(
         return Ok(());
     }
     report.action = Action::Fold;
+    if keep.is_some() && !options.apply {
+        report.note = Some(format!("would keep the folded version as {id}@1"));
+    }
     // A manifest committed by this run has just had its reconstruction verified from the store.
     let mut verified = options.apply;
-    if options.apply
-        && let Err(e) = store.commit_manifest(&manifest, options.overwrite)
-    {
-        // Another fold of the same session committed first: same bytes, no harm.
-        let Cause::ManifestExists { .. } = e.cause() else {
-            return Err(e);
-        };
-        verified = false;
-        match existing_manifest(store, id, false)? {
-            Some(theirs) if theirs.source == manifest.source => {
-                report.action = Action::UpToDate;
+    if options.apply {
+        if let Some(reason) = keep {
+            let kept = generations::keep(store, id, reason, &manifest.source)?;
+            report.kept = kept.and_then(|p| {
+                p.strip_prefix(store.root())
+                    .ok()
+                    .map(|p| p.display().to_string())
+            });
+        }
+        match store.commit_manifest(&manifest, keep.is_some() || options.overwrite) {
+            Ok(()) if keep == Some(Reason::Grown) => {
+                generations::prune_grown(store, id)?;
             }
-            _ => {
-                report.action = Action::NeedsOverwrite;
-                report.note =
-                    Some("folded meanwhile with other bytes; --overwrite replaces it".into());
-                return Ok(());
+            Ok(()) => {}
+            // Another fold of the same session committed first: same bytes, no harm.
+            Err(e) if matches!(e.cause(), Cause::ManifestExists { .. }) => {
+                verified = false;
+                match existing_manifest(store, id, false)? {
+                    Some(theirs) if theirs.source == manifest.source => {
+                        report.action = Action::UpToDate;
+                    }
+                    _ => {
+                        report.action = Action::Unsettled;
+                        report.note = Some(
+                            "folded meanwhile by another run with other bytes; nothing committed (fold again)"
+                                .into(),
+                        );
+                        report.status = Status::Refused;
+                        return Ok(());
+                    }
+                }
             }
+            Err(e) => return Err(e),
         }
     }
     // Seeds are defined for agent sessions; any other JSONL file is folded without them.
@@ -210,6 +262,28 @@ fn existing_manifest(store: &Store, id: &str, overwrite: bool) -> Result<Option<
         Err(_) if overwrite => Ok(None),
         Err(e) => Err(e.context("the existing manifest cannot be read (--overwrite replaces it)")),
     }
+}
+
+/// When the source is gone, another fold removed it once the session was safe in the store:
+/// report it as folded already if the store holds it (with `source`'s bytes, when given).
+fn folded_already(
+    store: &Store,
+    id: &str,
+    source: Option<&Source>,
+    report: &mut Report,
+) -> Result<bool> {
+    let Some(manifest) = existing_manifest(store, id, false)? else {
+        return Ok(false);
+    };
+    if source.is_some_and(|s| *s != manifest.source) {
+        return Ok(false);
+    }
+    report.action = Action::UpToDate;
+    report.state.get_or_insert(State::UpToDate);
+    report.source = Removal::Gone;
+    report.source_bytes = manifest.source.bytes;
+    report.note = Some("folded already; the source was removed meanwhile (by another fold)".into());
+    Ok(true)
 }
 
 /// Segment the source into objects (stored, or only measured in a dry run) and build its manifest.
@@ -296,7 +370,11 @@ fn remove_source(
         reconstruct::verify(store, manifest)
             .map_err(|e| e.context("reconstruction failed; the source is kept"))?;
     }
-    if let Some(change) = before.change(&Stamp::of(&found.path)?) {
+    let Some(now) = Stamp::of_present(&found.path)? else {
+        report.source = Removal::Gone;
+        return Ok(());
+    };
+    if let Some(change) = before.change(&now) {
         return Err(Error::session_changed("the source", change).context("it is kept"));
     }
     crate::store::remove_if_present(&found.path)?;

@@ -34,11 +34,12 @@ pub struct Plan {
     pub temps: Vec<PathBuf>,
 }
 
-/// Every object named by a manifest, and every registered zstd dictionary. Fails, naming the
-/// file, when any manifest cannot be read.
-pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
+/// Every object named by a manifest but those in `dropping` (manifests about to be removed), and
+/// every registered zstd dictionary. Fails, naming the file, when any manifest cannot be read.
+pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<HashSet<Digest>> {
     let mut roots = HashSet::new();
-    let files = store.manifest_files()?;
+    let mut files = store.manifest_files()?;
+    files.retain(|path| !dropping.contains(path));
     for path in &files {
         let manifest = Store::load_manifest_file(path).map_err(|e| {
             e.context("gc removes nothing while a manifest is unreadable (see ctxfold fsck)")
@@ -51,9 +52,10 @@ pub fn roots(store: &Store) -> Result<HashSet<Digest>> {
     Ok(roots)
 }
 
-/// What to remove: unreferenced objects and temp files whose mtime is before `cutoff`.
-pub fn plan(store: &Store, cutoff: SystemTime) -> Result<Plan> {
-    let roots = roots(store)?;
+/// What to remove: objects no manifest but those in `dropping` references, and temp files, whose
+/// mtime is before `cutoff`.
+pub fn plan(store: &Store, cutoff: SystemTime, dropping: &[PathBuf]) -> Result<Plan> {
+    let roots = roots(store, dropping)?;
     let mut plan = Plan::default();
     for entry in store.list_objects()? {
         match entry {

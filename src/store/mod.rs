@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! <store>/manifests/<session-id>.json                  fold-v1 manifests
+//! <store>/manifests/generations/<session-id>/…json     earlier versions, kept (see `generations`)
 //! <store>/objects/<2 hex>/<sha256>.zst                 immutable zstd objects named by raw sha256
 //! <store>/context-fold/<session-id>/seed-index.jsonl   seed index records
 //! <store>/dictionaries/<sha256>                        registered zstd dictionaries (objects too)
@@ -17,6 +18,7 @@ pub mod atomic;
 pub mod dictionary;
 pub mod fsck;
 pub mod gc;
+pub mod generations;
 pub mod lock;
 pub mod manifest;
 pub mod objects;
