@@ -15,6 +15,7 @@ pub mod read_seeds;
 pub mod recall;
 pub mod remote;
 pub mod restore;
+pub mod rm;
 pub mod seeds;
 pub mod split;
 pub mod stats;
@@ -49,6 +50,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<stats::StatsArgs>(Level::Porcelain),
         Spec::of::<fsck::FsckArgs>(Level::Porcelain),
         Spec::of::<gc::GcArgs>(Level::Porcelain),
+        Spec::of::<rm::RmArgs>(Level::Porcelain),
         Spec::of::<remote::RemoteArgs>(Level::Porcelain),
         Spec::of::<sync::SyncArgs>(Level::Porcelain),
         Spec::of::<sync::CloneArgs>(Level::Porcelain),
