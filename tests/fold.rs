@@ -545,3 +545,57 @@ fn ls_status_and_stats_describe_the_store() {
     assert_eq!(stats["unreferenced_objects"], 0);
     assert!(Path::new(&env.store).join("objects").is_dir());
 }
+
+#[test]
+fn a_file_that_is_not_json_lines_is_refused_unless_forced_and_seeds_skip_it() {
+    let (env, homes) = setup();
+    let notes = env.path("notes.txt");
+    fs::write(&notes, b"buy milk\nand bread\n").unwrap();
+    let notes = notes.to_str().unwrap();
+    let run = env
+        .run("ctxfold", ["fold", "--apply", notes])
+        .fails(3)
+        .one_line_error("notes.txt: not JSON Lines (its first line is not a JSON object)");
+    assert!(run.stderr.contains("--force"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout_text());
+    assert!(!env.store.exists());
+
+    // --force folds it as opaque bytes, and it comes back byte for byte.
+    env.run("ctxfold", ["fold", "--apply", "--force", notes])
+        .ok();
+    let to = env.path("back.txt");
+    env.run(
+        "ctxfold",
+        ["restore", "notes.txt", "--to", to.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(fs::read(&to).unwrap(), b"buy milk\nand bread\n");
+    // JSON Lines that no agent wrote fold without --force.
+    let events = env.path("events.jsonl");
+    fs::write(&events, b"\n{\"event\":1}\nnot json\n").unwrap();
+    env.run("ctxfold", ["fold", "--apply", events.to_str().unwrap()])
+        .ok();
+
+    // Seeds skip both with a note, every later run, and index the real ledgers.
+    env.run("ctxfold", ["fold", "--apply", "--no-seeds"]).ok();
+    for _ in 0..2 {
+        let run = env.run("ctxfold", ["seeds"]).ok();
+        for skipped in ["notes.txt", "events"] {
+            assert!(
+                run.stderr.contains(&format!(
+                    "skipped {skipped}: not a Pi or Codex session ledger"
+                )),
+                "{}",
+                run.stderr
+            );
+        }
+        assert_eq!(
+            run.stdout_text().lines().count(),
+            homes.sessions.len(),
+            "{}",
+            run.stdout_text()
+        );
+    }
+    // Named, it is refused.
+    env.run("ctxfold", ["seeds", "notes.txt"]).fails(3);
+}
