@@ -1,8 +1,13 @@
 //! `ctxfold fsck`: the store checked, findings one per line.
 
+use std::path::PathBuf;
+
+use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
 use crate::error::Result;
+use crate::sources::Homes;
 use crate::store::fsck::check;
+use crate::store::restore_temp::leftovers_under;
 
 /// Check the store: manifests readable, every object they name present (--full: and sound)
 ///
@@ -12,8 +17,12 @@ use crate::store::fsck::check;
 ///
 /// Prints one finding per line: `bad manifest PATH: WHY`, `missing object SHA256 (named by PATH)`,
 /// `corrupt object SHA256: WHY`, `stray file PATH`, `bad reconstruction PATH: WHY`, and
-/// `unreferenced object SHA256`. Unreferenced objects are a note, not a fault (gc removes them);
-/// anything else makes the exit status 1.
+/// `unreferenced object SHA256`. Unreferenced objects are a note, not a fault (gc removes them):
+/// one line counts them, -v lists them. Anything else makes the exit status 4.
+///
+/// It also looks in the agents' session folders (as fold finds them) for the temp files killed
+/// restores left beside their targets, and lists each: `leftover restore temp file PATH (SIZE)`.
+/// They are not the store's and no fault: the next restore of the same target removes them.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fsck", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct FsckArgs {
@@ -45,6 +54,17 @@ impl Command for FsckArgs {
             }
             emit(out, &finding)
         })?;
+        let leftovers = restore_leftovers();
+        for (path, size) in &leftovers {
+            emit(
+                io.out,
+                format_args!(
+                    "leftover restore temp file {} ({}; the next restore of its session removes it)",
+                    path.display(),
+                    bytes(*size)
+                ),
+            )?;
+        }
         let depth = if self.full {
             "objects re-hashed, reconstructions checked"
         } else {
@@ -53,8 +73,12 @@ impl Command for FsckArgs {
         emit(
             io.out,
             format_args!(
-                "{faults} problems, {notes} unreferenced objects (gc removes them{}); {depth}",
-                if list_notes { "" } else { ", -v lists them" }
+                "{faults} problems, {notes} unreferenced objects (gc removes them{}){}; {depth}",
+                if list_notes { "" } else { ", -v lists them" },
+                match leftovers.len() {
+                    0 => String::new(),
+                    n => format!(", {n} leftover restore temp files"),
+                }
             ),
         )?;
         Ok(if faults == 0 {
@@ -63,4 +87,22 @@ impl Command for FsckArgs {
             Status::Corrupt
         })
     }
+}
+
+/// The temp files killed restores left in the agents' session folders, where restore puts
+/// sessions back (restores elsewhere, with --to, cannot be found). Best effort: a home that is
+/// not set or cannot be read has none.
+fn restore_leftovers() -> Vec<(PathBuf, u64)> {
+    let Ok(homes) = Homes::from_env() else {
+        return Vec::new();
+    };
+    [
+        homes.codex_sessions(),
+        homes.codex_archived(),
+        homes.pi_sessions(),
+    ]
+    .iter()
+    .filter_map(|dir| leftovers_under(dir).ok())
+    .flatten()
+    .collect()
 }

@@ -4,14 +4,17 @@ use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
-use crate::store::generations;
 use crate::store::reconstruct::restore_file;
+use crate::store::{generations, restore_temp};
 
 /// Restore a folded session to disk, byte for byte and verified (alias: materialize)
 ///
-/// The session is written to a temp file beside the target, its sha256 and size are checked
-/// against the manifest, it is fsynced and only then renamed into place; on any mismatch the
-/// target is untouched, the temp file is removed and the exit status is 1. The default target is
+/// The session is written to a temp file beside the target (.<name>.restore-XXXXXX.tmp), its
+/// sha256 and size are checked against the manifest, it is fsynced and only then renamed into
+/// place; on any mismatch the target is untouched, the temp file is removed and the exit status is
+/// 4. A restore that is killed leaves its temp file; the next restore of the same target removes
+/// it (only one that no running restore holds: each locks its own) and says so, and ctxfold fsck
+/// lists those under the agents' session folders. The default target is
 /// the manifest's rollout_path, so a removed rollout comes back where its agent looks for it.
 /// `materialize` is a verified restore, not transparent access to a folded session.
 ///
@@ -46,6 +49,12 @@ impl Command for RestoreArgs {
         let target = self
             .to
             .unwrap_or_else(|| PathBuf::from(&manifest.session.rollout_path));
+        for leftover in restore_temp::sweep(&target)? {
+            io.note(format_args!(
+                "removed {}, left by an interrupted restore",
+                leftover.display()
+            ));
+        }
         restore_file(&store, &manifest, &target, self.overwrite)
             .map_err(|e| e.context(format_args!("restore {}", self.session)))?;
         emit(io.out, target.display())?;

@@ -95,15 +95,15 @@ impl Homes {
         Ok(Self { codex, pi })
     }
 
-    fn codex_sessions(&self) -> PathBuf {
+    pub fn codex_sessions(&self) -> PathBuf {
         self.codex.join("sessions")
     }
 
-    fn codex_archived(&self) -> PathBuf {
+    pub fn codex_archived(&self) -> PathBuf {
         self.codex.join("archived_sessions")
     }
 
-    fn pi_sessions(&self) -> PathBuf {
+    pub fn pi_sessions(&self) -> PathBuf {
         self.pi.join("sessions")
     }
 }

@@ -24,6 +24,7 @@ pub mod manifest;
 pub mod objects;
 pub mod pipeline;
 pub mod reconstruct;
+pub mod restore_temp;
 pub mod union;
 pub mod usage;
 pub mod writer;
