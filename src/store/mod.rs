@@ -23,6 +23,7 @@ pub mod lock;
 pub mod manifest;
 pub mod objects;
 pub mod pipeline;
+pub mod private;
 pub mod reconstruct;
 pub mod restore_temp;
 pub mod union;
@@ -63,6 +64,11 @@ impl Store {
     /// Open an existing store for reading.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let store = Self::at(root);
+        if let Ok(meta) = fs::metadata(&store.root)
+            && !meta.is_dir()
+        {
+            return Err(not_a_directory(&store.root));
+        }
         let mut found = false;
         for dir in [store.manifests_dir(), store.objects_dir()] {
             match fs::metadata(&dir) {
@@ -74,22 +80,20 @@ impl Store {
             }
         }
         if !found {
-            if let Ok(meta) = fs::metadata(&store.root)
-                && !meta.is_dir()
-            {
-                return Err(not_a_directory(&store.root));
-            }
             return Err(Error::not_found(format!(
                 "{}: not a ctxfold store yet (no manifests/ or objects/; ctxfold fold --apply creates one)",
                 store.root.display()
             )));
         }
+        private::check(&store)?;
         Ok(store)
     }
 
     /// Open a store for writing, creating its skeleton (private) when it does not exist.
     pub fn init(root: impl Into<PathBuf>) -> Result<Self> {
         let store = Self::at(root);
+        // Before anything is created in a folder others could write.
+        private::check(&store)?;
         for dir in [
             store.root.clone(),
             store.objects_dir(),
