@@ -599,3 +599,33 @@ fn a_file_that_is_not_json_lines_is_refused_unless_forced_and_seeds_skip_it() {
     // Named, it is refused.
     env.run("ctxfold", ["seeds", "notes.txt"]).fails(3);
 }
+
+#[test]
+fn a_fold_that_loses_a_remove_source_race_reports_the_session_folded() {
+    let (mut env, homes) = setup();
+    let placed = homes.archived().find(|s| s.path == s.rollout_path).unwrap();
+    let path = placed.path.to_str().unwrap();
+    // Between this fold's read and its commit, another fold commits the session and removes it.
+    env.set(
+        "CTXFOLD_TEST_AFTER_READ",
+        "env -u CTXFOLD_TEST_AFTER_READ $CTXFOLD_EXEC_PATH/ctxfold fold --apply --remove-source \"$CTXFOLD_TEST_SOURCE\" >/dev/null",
+    );
+    let run = env
+        .run(
+            "ctxfold",
+            ["fold", "--apply", "--remove-source", "--json", path],
+        )
+        .ok();
+    assert!(!placed.path.exists());
+    let report = &json_lines(&run.stdout)[0];
+    assert_eq!(report["action"], "up_to_date", "{report}");
+    assert_eq!(report["source"], "gone", "{report}");
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let to = env.path("back.jsonl");
+    env.run(
+        "ctxfold",
+        ["restore", &placed.id, "--to", to.to_str().unwrap()],
+    )
+    .ok();
+    assert!(fs::read(&to).unwrap() == placed.bytes);
+}

@@ -200,7 +200,7 @@ impl Command for FoldArgs {
         progress.finish_and_clear();
         printed?;
         if interrupt.requested() {
-            emit(io.out, totals.line())?;
+            totals.emit(io.out, self.json)?;
             io.warn(format_args!(
                 "interrupted: {} sessions were not started; what was folded stands (fold again to finish)",
                 totals.not_started
@@ -244,10 +244,8 @@ impl Command for FoldArgs {
                 }
             }
         }
-        if self.json {
-            emit(io.out, serde_json::json!({ "total": totals }))?;
-        } else {
-            emit(io.out, totals.line())?;
+        totals.emit(io.out, self.json)?;
+        if !self.json {
             if totals.needs_overwrite > 0 {
                 io.note(format_args!(
                     "{} sessions changed other than by an append since they were folded: \
@@ -324,6 +322,14 @@ impl Totals {
         }
         self.source_bytes += report.source_bytes;
         self.stats += report.stats;
+    }
+
+    /// The totals on stdout: a line for people, or `{"total": …}`.
+    fn emit(&self, out: &mut dyn Write, json: bool) -> Result<()> {
+        match json {
+            true => emit(out, serde_json::json!({ "total": self })),
+            false => emit(out, self.line()),
+        }
     }
 
     fn line(&self) -> String {
