@@ -6,7 +6,9 @@
 //! lock when the process dies, however it dies. So a temp file that can be locked belongs to no
 //! running restore. One that holds bytes is dead for sure; an empty one may have been created a
 //! moment ago by a restore that has not locked it yet, so it counts as dead only once older than
-//! [`GRACE`]. Two restores of one target at once each see the other's file locked and leave it.
+//! [`GRACE`] (were a restore stalled that long between creating and locking its file, it would fail
+//! at its rename, losing nothing). Two restores of one target at once each see the other's file
+//! locked and leave it.
 
 use std::fs::{self, File};
 use std::io;
@@ -18,8 +20,9 @@ use rustix::fs::{FlockOperation, flock};
 use super::atomic::Pending;
 use crate::error::{Error, IoContext, Result};
 
-/// How old an empty, unlocked temp file must be to count as dead.
-pub const GRACE: Duration = Duration::from_secs(60);
+/// How old an empty, unlocked temp file must be to count as dead: far longer than the moment
+/// between creating a temp file and locking it.
+pub const GRACE: Duration = Duration::from_secs(2);
 
 /// `tempfile`'s random part: six ASCII letters and digits.
 const RANDOM_LEN: usize = 6;
