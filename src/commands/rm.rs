@@ -10,7 +10,7 @@ use crate::error::{IoContext, Result};
 use crate::store::atomic::sync_parent;
 use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
-use crate::store::{Store, check_session_id, remove_if_present};
+use crate::store::{Store, check_session_id, entry_names, remove_if_present};
 
 /// Remove folded sessions from the store (a dry run unless --apply)
 ///
@@ -129,24 +129,15 @@ fn held(store: &Store, id: &str) -> Result<Held> {
 /// `manifests/conflicts/<id>@<12 hex>.json`: the remote versions sync kept beside this session.
 fn conflicts_of(store: &Store, id: &str) -> Result<Vec<PathBuf>> {
     let dir = store.manifests_dir().join("conflicts");
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_path("list", &dir),
-    };
-    let mut found = Vec::new();
-    for entry in entries {
-        let path = entry.with_path("list", &dir)?.path();
-        let of_id = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_suffix(".json"))
-            .and_then(|n| n.rsplit_once('@'))
-            .is_some_and(|(named, _)| named == id);
-        if of_id {
-            found.push(path);
-        }
-    }
+    let mut found: Vec<PathBuf> = entry_names(&dir)?
+        .into_iter()
+        .filter(|name| {
+            name.strip_suffix(".json")
+                .and_then(|n| n.rsplit_once('@'))
+                .is_some_and(|(named, _)| named == id)
+        })
+        .map(|name| dir.join(name))
+        .collect();
     found.sort();
     Ok(found)
 }

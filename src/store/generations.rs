@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use super::atomic::{sync_parent, write_file};
 use super::manifest::{Manifest, Source};
-use super::{Store, check_session_id, create_private_dir, remove_if_present};
+use super::{Store, check_session_id, create_private_dir, entry_names, remove_if_present};
 use crate::error::{Error, IoContext, Result};
 
 /// How many `grown` generations fold keeps per session.
@@ -135,19 +135,10 @@ fn holds(store: &Store, id: &str, source: &Source) -> Result<bool> {
 /// The generations of `id`, newest first.
 pub fn list(store: &Store, id: &str) -> Result<Vec<Generation>> {
     let dir = session_dir(store, id)?;
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_path("list", &dir),
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        let name = entry.with_path("list", &dir)?.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if name.ends_with(".json") && !name.starts_with('.') {
-            names.push(name.to_string());
-        }
-    }
+    let mut names: Vec<String> = entry_names(&dir)?
+        .into_iter()
+        .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
+        .collect();
     names.sort_unstable_by(|a, b| b.cmp(a));
     Ok(names
         .into_iter()
@@ -162,19 +153,9 @@ pub fn list(store: &Store, id: &str) -> Result<Vec<Generation>> {
 
 /// Every session that has generations, with them (newest first), by id.
 pub fn all(store: &Store) -> Result<Vec<(String, Vec<Generation>)>> {
-    let dir = store.generations_dir();
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_path("list", &dir),
-    };
     let mut found = Vec::new();
-    for entry in entries {
-        let entry = entry.with_path("list", &dir)?;
-        let Some(id) = entry.file_name().to_str().map(str::to_string) else {
-            continue;
-        };
-        if check_session_id(&id).is_err() || !entry.path().is_dir() {
+    for id in entry_names(&store.generations_dir())? {
+        if check_session_id(&id).is_err() || !store.generations_dir().join(&id).is_dir() {
             continue;
         }
         let generations = list(store, &id)?;

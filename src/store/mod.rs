@@ -180,6 +180,23 @@ pub fn check_session_id(id: &str) -> Result<()> {
     }
 }
 
+/// The names of the entries of `dir` that are UTF-8, unsorted; a folder that does not exist has
+/// none.
+pub fn entry_names(dir: &Path) -> Result<Vec<String>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_path("list", dir),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        if let Ok(name) = entry.with_path("list", dir)?.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
 /// Remove a file, treating "already gone" as done.
 pub fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
