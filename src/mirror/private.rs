@@ -29,7 +29,7 @@ pub fn make_private(repo: &gix::Repository) -> Result<()> {
     let mut file = repo
         .config_file_mut(&config)
         .git(|| format!("open {}", config.display()))?;
-    file.set_raw_value(&"core.sharedRepository", SHARED_REPOSITORY)
+    file.set_raw_value("core.sharedRepository", SHARED_REPOSITORY)
         .git(|| format!("set core.sharedRepository in {}", config.display()))?;
     file.commit()
         .git(|| format!("write {}", config.display()))?;

@@ -51,8 +51,7 @@ pub fn sweep(target: &Path) -> Result<Vec<PathBuf>> {
     let prefix = prefix(target);
     let mut removed = Vec::new();
     for (path, _) in dead_in(dir, |name| {
-        name.strip_prefix(&prefix)
-            .is_some_and(|rest| is_random_tmp(rest))
+        name.strip_prefix(&prefix).is_some_and(is_random_tmp)
     })? {
         super::remove_if_present(&path)?;
         removed.push(path);
