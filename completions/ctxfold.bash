@@ -70,6 +70,9 @@ _ctxfold() {
             ctxfold,restore)
                 cmd="ctxfold__subcmd__restore"
                 ;;
+            ctxfold,rm)
+                cmd="ctxfold__subcmd__rm"
+                ;;
             ctxfold,seeds)
                 cmd="ctxfold__subcmd__seeds"
                 ;;
@@ -113,7 +116,7 @@ _ctxfold() {
 
     case "${cmd}" in
         ctxfold)
-            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span train-dict fold restore materialize ls status stats fsck gc repack unpack remote sync clone seeds recall"
+            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span train-dict fold restore materialize ls status stats fsck gc repack unpack rm remote sync clone seeds recall"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -264,7 +267,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__fold)
-            opts="-q -v -h -V --apply --overwrite --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --quiet --verbose --store --help --version"
+            opts="-q -v -h -V --apply --overwrite --force --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -330,7 +333,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__gc)
-            opts="-q -v -h -V --apply --prune --aggressive --quiet --verbose --store --help --version"
+            opts="-q -v -h -V --apply --prune --aggressive --prune-generations --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -408,7 +411,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__ls)
-            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
+            opts="-g -q -v -h -V --json --generations --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -645,12 +648,16 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__restore)
-            opts="-q -v -h -V --to --overwrite --quiet --verbose --store --help --version"
+            opts="-q -v -h -V --generation --to --overwrite --quiet --verbose --store --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --generation)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --to)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
@@ -666,6 +673,27 @@ _ctxfold() {
                     fi
                     return 0
                     ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ctxfold__subcmd__rm)
+            opts="-q -v -h -V --apply --json --quiet --verbose --store --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --store)
                     COMPREPLY=()
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then

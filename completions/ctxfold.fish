@@ -49,6 +49,7 @@ complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "fsck" -d 'Check the
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "gc" -d 'Remove objects no manifest references, and stale temp files (a dry run unless --apply)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "repack" -d 'Rewrite every pack and loose object into one pack, each session\'s objects together'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "unpack" -d 'Write every object as a plain loose file, the Fold V1 layout any reader restores'
+complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "rm" -d 'Remove folded sessions from the store (a dry run unless --apply)'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "remote" -d 'Add, remove or list the git remotes the store syncs with'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "sync" -d 'Sync the store with a git remote: mirror, fetch, merge, commit, push'
 complete -c ctxfold -n "__fish_ctxfold_needs_command" -f -a "clone" -d 'Make an empty store a copy of a remote\'s: the remote becomes `origin`, then the store syncs'
@@ -144,7 +145,8 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l cdc-max-bytes -
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l level -d 'zstd level for new objects' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l apply -d 'Commit (without it, a dry run that writes nothing)'
-complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l overwrite -d 'Replace the manifest of a session folded earlier with other bytes'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l overwrite -d 'Fold sessions that changed other than by an append since they were folded, keeping each folded version as a generation'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l force -d 'Fold named files that are not JSON Lines too, as opaque bytes'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l remove-source -d 'Remove each archived source once its manifest is committed and its reconstruction verified'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l allow-active -d 'With --remove-source, remove active (not archived) sources too'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l no-seeds -d 'Do not extract the seed index of the folded sessions'
@@ -153,6 +155,7 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s q -l quiet -d '
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l generation -d 'Restore generation N of the session, a version a later fold replaced (1 is the newest; `ctxfold ls --generations` lists them)' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l to -d 'Where to write it [default: the session\'s place under this machine\'s agent home]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l overwrite -d 'Replace an existing file at the target'
@@ -160,6 +163,7 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s q -l quiet -
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l generation -d 'Restore generation N of the session, a version a later fold replaced (1 is the newest; `ctxfold ls --generations` lists them)' -r
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l to -d 'Where to write it [default: the session\'s place under this machine\'s agent home]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -l overwrite -d 'Replace an existing file at the target'
@@ -169,6 +173,7 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s h -l hel
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand materialize" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -l json -d 'One JSON object per session (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s g -l generations -d 'List each session\'s generations too'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -195,6 +200,7 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l prune -d 'Keep un
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l apply -d 'Remove (without it, list what would be removed)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l aggressive -d 'Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l prune-generations -d 'Remove every session\'s generations (earlier versions kept by fold) too'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -211,6 +217,13 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s q -l quiet -d
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand unpack" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand rm" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand rm" -l apply -d 'Remove (without it, list what would be removed)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand rm" -l json -d 'One JSON object per session (JSON Lines)'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand rm" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand rm" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand rm" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand rm" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "add" -d 'Add a remote'

@@ -32,6 +32,8 @@ pub enum Status {
     Corrupt,
     /// 5: the system failed: I/O, permission, no space.
     System,
+    /// 130: interrupted (Ctrl-C), as shells report a program that SIGINT stopped.
+    Interrupted,
 }
 
 impl Status {
@@ -43,6 +45,7 @@ impl Status {
             Status::Refused => 3,
             Status::Corrupt => 4,
             Status::System => 5,
+            Status::Interrupted => 130,
         }
     }
 
@@ -56,8 +59,8 @@ impl Status {
 pub const EXIT_STATUS: &str = "Exit status: 0 success; 1 a negative answer (not found, differs, no match); \
 2 bad usage; 3 refused (input that is not what the command takes, or a state that needs a flag such as \
 --overwrite, or a source that changed while it was read); 4 corruption found (an object missing or damaged, \
-a manifest invalid, a reconstruction that does not match); 5 a system failure (I/O, permission, no space). \
-A closed stdout (`ctxfold … | head`) ends the command quietly with 0.";
+a manifest invalid, a reconstruction that does not match); 5 a system failure (I/O, permission, no space); \
+130 interrupted by Ctrl-C (what was committed before stands). A closed stdout (`ctxfold … | head`) ends the command quietly with 0.";
 
 /// What went wrong.
 #[derive(Debug)]

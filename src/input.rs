@@ -2,7 +2,7 @@
 //! rollouts) decoded as a stream, so callers always see the decompressed bytes.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use crate::error::{IoContext, Result};
@@ -23,6 +23,25 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     }
 }
 
+/// Whether `path` reads as JSON Lines: its first line that is not blank is a JSON object (an
+/// empty file passes). What every agent writes; a text note, a binary or `/etc/hostname` does not.
+pub fn is_json_lines(path: &Path) -> Result<bool> {
+    // The line-length limit of fold-v1's default settings bounds what is read.
+    let limit = crate::segment::Settings::default().max_json_line_bytes;
+    let mut input = open(path)?.take(limit);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line).with_path("read", path)? == 0 {
+            return Ok(true);
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            break;
+        }
+    }
+    Ok(serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&line).is_ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,5 +59,22 @@ mod tests {
             open(path).unwrap().read_to_end(&mut text).unwrap();
             assert_eq!(text, b"{}\n");
         }
+    }
+
+    #[test]
+    fn json_lines_start_with_an_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        let sniff = |bytes: &[u8]| {
+            std::fs::write(&file, bytes).unwrap();
+            is_json_lines(&file).unwrap()
+        };
+        assert!(sniff(b"\n  \r\n{\"a\":1}\r\nnot json\n"));
+        assert!(sniff(b""));
+        assert!(!sniff(b"my-hostname\n"));
+        assert!(!sniff(b"[1,2]\n"));
+        assert!(!sniff(b"\"a string\"\n"));
+        assert!(!sniff(b"{\"a\":1} {\"b\":2}\n"));
+        assert!(!sniff(&[0xff, 0xfe, 0, 1, 2]));
     }
 }

@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod error;
 pub mod fold;
 pub mod input;
+pub mod interrupt;
 pub mod ledger;
 pub mod mirror;
 pub mod odb;

@@ -349,7 +349,8 @@ fn porcelain_journey(kind: Kind) {
     );
 
     let before = objects_bytes(&env.store);
-    env.run("ctxfold", ["fold", "--apply", "--overwrite"]).ok();
+    // Growth is the normal path: no --overwrite.
+    env.run("ctxfold", ["fold", "--apply"]).ok();
     let new_stored = objects_bytes(&env.store) - before;
     let growth = (grown.len() - originals[0].len()) as u64;
     eprintln!("{kind:?}: porcelain refold: +{growth} bytes grown, {new_stored} new stored bytes");

@@ -277,11 +277,23 @@ fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active_i
         run.stdout_text()
     );
 
-    env.run(
-        "ctxfold",
-        ["fold", "--apply", "--remove-source", "--allow-active"],
-    )
-    .ok();
+    // With the plain archive gone, its .zst sibling (half its bytes) is found in its place: a
+    // session that changed other than by an append, refused, and kept.
+    let run = env
+        .run(
+            "ctxfold",
+            ["fold", "--apply", "--remove-source", "--allow-active"],
+        )
+        .fails(3);
+    assert!(
+        run.stdout_text()
+            .lines()
+            .any(|l| l.starts_with("changed    refused")
+                && l.ends_with(homes.shadowed.to_str().unwrap())),
+        "{}",
+        run.stdout_text()
+    );
+    assert!(homes.shadowed.exists());
     for placed in homes.active() {
         assert!(!placed.path.exists(), "{} kept", placed.path.display());
     }
@@ -438,15 +450,10 @@ fn a_grown_rollout_refolded_adds_little_in(env: Env, homes: Homes) {
         .unwrap();
     let status = env.run("ctxfold", ["status", "--json", path]).ok();
     assert_eq!(json_lines(&status.stdout)[0]["state"], "grown");
+    // Growth is the normal path: no --overwrite needed.
     let run = env.run("ctxfold", ["fold", "--apply", "--json", path]).ok();
-    assert_eq!(json_lines(&run.stdout)[0]["action"], "needs_overwrite");
-    let run = env
-        .run(
-            "ctxfold",
-            ["fold", "--apply", "--overwrite", "--json", path],
-        )
-        .ok();
     let report = &json_lines(&run.stdout)[0];
+    assert_eq!(report["state"], "grown");
     assert_eq!(report["action"], "fold");
     let new_stored = report["new_stored_bytes"].as_u64().unwrap();
     let size = (placed.bytes.len() + extra.len()) as u64;
@@ -567,4 +574,90 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
     assert!(stats["disk_bytes"].as_u64().unwrap() >= stats["stored_bytes"].as_u64().unwrap());
     assert_eq!(stats["unreferenced_objects"], 0);
     assert!(Path::new(&env.store).join("objects").is_dir());
+}
+
+#[test]
+fn a_file_that_is_not_json_lines_is_refused_unless_forced_and_seeds_skip_it() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    let notes = env.path("notes.txt");
+    fs::write(&notes, b"buy milk\nand bread\n").unwrap();
+    let notes = notes.to_str().unwrap();
+    let run = env
+        .run("ctxfold", ["fold", "--apply", notes])
+        .fails(3)
+        .one_line_error("notes.txt: not JSON Lines (its first line is not a JSON object)");
+    assert!(run.stderr.contains("--force"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout_text());
+    assert!(!env.store.exists());
+
+    // --force folds it as opaque bytes, and it comes back byte for byte.
+    env.run("ctxfold", ["fold", "--apply", "--force", notes])
+        .ok();
+    let to = env.path("back.txt");
+    env.run(
+        "ctxfold",
+        ["restore", "notes.txt", "--to", to.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(fs::read(&to).unwrap(), b"buy milk\nand bread\n");
+    // JSON Lines that no agent wrote fold without --force.
+    let events = env.path("events.jsonl");
+    fs::write(&events, b"\n{\"event\":1}\nnot json\n").unwrap();
+    env.run("ctxfold", ["fold", "--apply", events.to_str().unwrap()])
+        .ok();
+
+    // Seeds skip both with a note, every later run, and index the real ledgers.
+    env.run("ctxfold", ["fold", "--apply", "--no-seeds"]).ok();
+    for _ in 0..2 {
+        let run = env.run("ctxfold", ["seeds"]).ok();
+        for skipped in ["notes.txt", "events"] {
+            assert!(
+                run.stderr.contains(&format!(
+                    "skipped {skipped}: not a Pi or Codex session ledger"
+                )),
+                "{}",
+                run.stderr
+            );
+        }
+        assert_eq!(
+            run.stdout_text().lines().count(),
+            homes.sessions.len(),
+            "{}",
+            run.stdout_text()
+        );
+    }
+    // Named, it is refused.
+    env.run("ctxfold", ["seeds", "notes.txt"]).fails(3);
+}
+
+#[test]
+fn a_fold_that_loses_a_remove_source_race_reports_the_session_folded() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    let placed = homes.archived().find(|s| s.path == s.rollout_path).unwrap();
+    let path = placed.path.to_str().unwrap();
+    // Between this fold's read and its commit, another fold commits the session and removes it.
+    env.set(
+        "CTXFOLD_TEST_AFTER_READ",
+        "env -u CTXFOLD_TEST_AFTER_READ $CTXFOLD_EXEC_PATH/ctxfold fold --apply --remove-source \"$CTXFOLD_TEST_SOURCE\" >/dev/null",
+    );
+    let run = env
+        .run(
+            "ctxfold",
+            ["fold", "--apply", "--remove-source", "--json", path],
+        )
+        .ok();
+    assert!(!placed.path.exists());
+    let report = &json_lines(&run.stdout)[0];
+    assert_eq!(report["action"], "up_to_date", "{report}");
+    assert_eq!(report["source"], "gone", "{report}");
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let to = env.path("back.jsonl");
+    env.run(
+        "ctxfold",
+        ["restore", &placed.id, "--to", to.to_str().unwrap()],
+    )
+    .ok();
+    assert!(fs::read(&to).unwrap() == placed.bytes);
 }

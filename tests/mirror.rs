@@ -179,3 +179,78 @@ fn an_empty_store_makes_no_commit_and_a_missing_store_is_an_error() {
     .fails(1)
     .one_line_error("not a ctxfold store");
 }
+
+/// Paths under `dir` that anyone but their owner may read, write or enter.
+fn not_private(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut open = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = fs::symlink_metadata(&path).unwrap();
+        if meta.permissions().mode() & 0o077 != 0 {
+            open.push(format!(
+                "{:o} {}",
+                meta.permissions().mode(),
+                path.display()
+            ));
+        }
+        if meta.is_dir() {
+            stack.extend(fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    open
+}
+
+#[test]
+fn mirrors_are_private_whatever_the_umask() {
+    let env = Env::new();
+    let files = common::fixture_files();
+    fold(&env, "one", &files[0]);
+    let other = env.path("other.git");
+    let remote = env.path("remote.git");
+    git(&env, &remote, &["init", "--bare", "--quiet"]);
+    // A umask most users have: 022. The mirror is created, committed to, fetched into and pushed
+    // from (by the real git) under it.
+    env.shell(&format!(
+        "umask 022 && $BIN/ctxfold-mirror && $BIN/ctxfold-mirror --git {other} && \
+         $BIN/ctxfold remote add origin {remote} && $BIN/ctxfold sync",
+        other = other.display(),
+        remote = remote.display()
+    ))
+    .ok();
+    fold(&env, "two", &files[1]);
+    env.shell("umask 022 && $BIN/ctxfold sync").ok();
+    for repo in [env.store.join("mirror.git"), other] {
+        assert!(repo.join("objects").is_dir());
+        assert_eq!(
+            not_private(&repo),
+            Vec::<String>::new(),
+            "{}",
+            repo.display()
+        );
+    }
+    let shared = git(
+        &env,
+        &env.store.join("mirror.git"),
+        &["config", "core.sharedRepository"],
+    );
+    assert_eq!(shared.trim(), "0600");
+}
+
+#[test]
+fn a_mirror_made_before_is_made_private() {
+    let env = Env::new();
+    let files = common::fixture_files();
+    fold(&env, "one", &files[0]);
+    let repo = env.store.join("mirror.git");
+    git(&env, &repo, &["init", "--bare", "--quiet"]);
+    let run = Command::new("chmod")
+        .args(["-R", "go+rX"])
+        .arg(&repo)
+        .status()
+        .unwrap();
+    assert!(run.success());
+    assert!(!not_private(&repo).is_empty());
+    mirror(&env);
+    assert_eq!(not_private(&repo), Vec::<String>::new());
+}

@@ -164,4 +164,15 @@ impl Homes {
     pub fn of(&self, agent: Agent) -> &Path {
         &self.dirs[&agent]
     }
+
+    /// Every folder of sessions under every agent's home (`~/.codex/sessions`, …).
+    pub fn session_trees(&self) -> Vec<PathBuf> {
+        Agent::ALL
+            .iter()
+            .flat_map(|&agent| {
+                let home = self.of(agent);
+                agent.format().trees().iter().map(|t| home.join(t.dir))
+            })
+            .collect()
+    }
 }

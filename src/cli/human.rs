@@ -20,6 +20,15 @@ pub fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
+/// `  [2 generations]` after a session kept in earlier versions too; nothing when it has none.
+pub fn generations(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => "  [1 generation]".into(),
+        n => format!("  [{n} generations]"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

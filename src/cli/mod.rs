@@ -62,6 +62,11 @@ impl<'a> Io<'a> {
         self.verbosity
     }
 
+    /// The name talk is prefixed with (`ctxfold fold`).
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
     /// A line of data on stdout.
     pub fn line(&mut self, line: impl std::fmt::Display) -> Result<()> {
         emit(self.out, line)
@@ -231,6 +236,9 @@ pub fn run_process(
         Ok(m) => m,
         Err(e) => return clap_exit(&program, e),
     };
+    // Transcripts hold secrets: nothing this process creates (gix and git included, whose files
+    // follow the umask) is for anyone but its owner, whatever the user's umask.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
     let mut err = io::stderr();

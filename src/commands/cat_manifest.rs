@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs};
-use crate::error::Result;
+use crate::error::{Result, STDOUT};
 use crate::store::Store;
 use crate::store::reconstruct::write_session;
 
@@ -35,7 +35,8 @@ impl Command for CatManifestArgs {
             (Some(id), None) => store.load_manifest(id)?,
             (None, None) => unreachable!("clap requires one"),
         };
-        write_session(&store, &manifest, io.out)?;
+        // Named, so that a closed pipe ends it quietly and a full disk says where.
+        write_session(&store, &manifest, io.out).map_err(|e| e.on_target(STDOUT))?;
         Ok(Status::Success)
     }
 }

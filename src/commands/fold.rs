@@ -1,5 +1,6 @@
 //! `ctxfold fold`: the sessions on this machine (or the paths named) folded into the store.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -7,10 +8,12 @@ use serde::Serialize;
 use crate::agents::Homes;
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
-use crate::commands::{LevelArgs, SettingsArgs};
+use crate::commands::{LevelArgs, SettingsArgs, report_discovery};
 use crate::error::Result;
-use crate::fold::run::fold_all;
+use crate::fold::compare::State;
+use crate::fold::run::{Progress, fold_all};
 use crate::fold::{Action, Options, Removal, Report};
+use crate::interrupt::Interrupt;
 use crate::sources::{Discovery, discover};
 use crate::store::Store;
 use crate::store::lock::Mode as LockMode;
@@ -29,14 +32,35 @@ use crate::store::writer::WriteStats;
 /// A dry run reports, per session and in total, the bytes folding would store new, the bytes that
 /// dedupe against the store, and the estimated stored (compressed) size; it writes nothing.
 /// --apply commits: every object is stored and synced, a reconstruction from the store is checked
-/// against the source's sha256 and size, and only then is the manifest written. A session already
-/// folded with the same sha256 is up to date; one folded with other bytes (a session that grew) is
-/// replaced only with --overwrite (without it, it is listed as "needs overwrite" and skipped, which
-/// is not a failure). A source whose size, mtime, ctime or inode changed while it was
-/// read is not committed, and the run ends with status 1.
+/// against the source's sha256 and size, and only then is the manifest written.
+///
+/// Each session is first compared with what the store holds of it, in the words of ctxfold status:
+/// new (not folded yet), up to date (the same sha256: nothing to do), grown (the folded bytes are a
+/// prefix of the file: its agent appended to it; folded again, only the new bytes are stored), or
+/// changed (changed other than by an append: rewritten, truncated). A changed session is refused
+/// (status 3) unless --overwrite is given. Whenever a fold replaces a session's manifest, it first
+/// keeps the one it replaces as a generation, manifests/generations/<id>/<time>-<grown|changed>-<12
+/// hex>.json, which `ctxfold restore ID@N` brings back (ID@1 is the newest) and `ctxfold ls
+/// --generations` lists. Fold keeps the newest 3 grown generations of a session and drops older
+/// ones (each holds a prefix of a later version, so nothing is lost); a changed generation holds
+/// the only copy of its bytes and stays until `ctxfold gc --prune-generations` or `ctxfold rm`. A
+/// source whose size, mtime, ctime or inode changed while it was read is not committed ("not
+/// folded"), and the run ends with status 3.
+///
+/// A file that is no Codex or Pi session must be JSON Lines, its first line that is not blank a
+/// JSON object: anything else (a note, a binary named by mistake) is refused with a warning and
+/// status 3. --force folds it anyway, as opaque bytes: it restores byte for byte, and no seeds are
+/// extracted from it. Symbolic links in the session folders are never followed: they are skipped
+/// with a note (-v lists them).
+///
+/// Each session's line is printed as soon as it is done. Ctrl-C stops taking new sessions and lets
+/// those in progress finish: what was committed stands, the totals are printed, and the status is
+/// 130. A second Ctrl-C stops at once; what the unfinished sessions wrote is unreferenced, and gc
+/// removes it.
 ///
 /// --remove-source removes a source only after its manifest is committed and a reconstruction from
-/// the store verified, and only an archived one unless --allow-active is given too.
+/// the store verified, and only an archived one unless --allow-active is given too. A source that
+/// another fold removed meanwhile, its session safe in the store, is reported up to date.
 ///
 /// Sessions are folded in parallel, one per core. The Pi context-fold extension's seed indexes
 /// (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are merged under --apply into
@@ -54,9 +78,13 @@ pub struct FoldArgs {
     /// Commit (without it, a dry run that writes nothing)
     #[arg(long)]
     pub apply: bool,
-    /// Replace the manifest of a session folded earlier with other bytes
+    /// Fold sessions that changed other than by an append since they were folded, keeping each
+    /// folded version as a generation
     #[arg(long)]
     pub overwrite: bool,
+    /// Fold named files that are not JSON Lines too, as opaque bytes
+    #[arg(long)]
+    pub force: bool,
     /// Remove each archived source once its manifest is committed and its reconstruction verified
     #[arg(long)]
     pub remove_source: bool,
@@ -83,11 +111,17 @@ pub struct FoldArgs {
 #[derive(Debug, Default, Serialize)]
 struct Totals {
     sessions: u64,
+    /// Folded (or, in a dry run, to fold): `new` + `grown` + `changed`.
     fold: u64,
+    new: u64,
+    grown: u64,
+    changed: u64,
     up_to_date: u64,
     needs_overwrite: u64,
-    changed: u64,
+    unsettled: u64,
     failed: u64,
+    /// Not started: the run was interrupted first.
+    not_started: u64,
     removed: u64,
     source_bytes: u64,
     #[serde(flatten)]
@@ -99,20 +133,19 @@ impl Command for FoldArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let mut settings = self.settings.settings()?;
         // A bad --level is a usage error before anything is searched, not a failure per session.
-        crate::odb::Encoder::new(self.level.level)?;
+        crate::odb::codec::check_level(self.level.level)?;
         let homes = Homes::from_env()?;
-        let discovery = discover(&homes, &self.paths);
-        for problem in &discovery.problems {
-            io.warn(problem);
+        let mut discovery = discover(&homes, &self.paths);
+        if !self.force {
+            refuse_opaque(&mut discovery);
         }
+        let mut status = report_discovery(io, &discovery);
         let store_path = self.store.path()?;
         if discovery.sessions.is_empty() && discovery.seed_indexes.is_empty() {
-            nothing_found(io, &discovery, &Store::at(&store_path));
-            return Ok(if discovery.problems.is_empty() {
-                Status::Success
-            } else {
-                Status::Refused
-            });
+            if discovery.problems.is_empty() {
+                nothing_found(io, &discovery, &Store::at(&store_path));
+            }
+            return Ok(status);
         }
         let store = if self.apply {
             Store::init(&store_path)?
@@ -137,40 +170,51 @@ impl Command for FoldArgs {
             dictionary,
             seeds: !self.no_seeds,
         };
+        let interrupt = Interrupt::watch(format!(
+            "{}: interrupted: finishing the sessions in progress (Ctrl-C again stops at once)",
+            io.program()
+        ))?;
         let progress = io.progress(
             discovery.sessions.len() as u64,
             "{bar:30} {pos}/{len} sessions {elapsed}",
         );
-        let mut totals = Totals::default();
-        let mut status = match discovery.problems.is_empty() {
-            true => Status::Success,
-            false => Status::Refused,
+        let mut totals = Totals {
+            not_started: discovery.sessions.len() as u64,
+            ..Totals::default()
         };
         // Each group's lines as it commits: an interrupted run has said what it committed.
+        let mut printed = Ok(());
+        let read = || progress.inc(1);
+        let stop = || interrupt.requested();
         fold_all(
             &store,
             &discovery.sessions,
             &options,
-            &|| progress.inc(1),
+            &Progress {
+                read: &read,
+                stop: &stop,
+            },
             &mut |reports| {
-                progress.suspend(|| -> Result<()> {
-                    for report in &reports {
-                        totals.add(report);
-                        status = status.worst(report.status);
-                        if self.json {
-                            emit(
-                                io.out,
-                                serde_json::to_string(report).expect("reports serialize"),
-                            )?;
-                        } else {
-                            emit(io.out, human_line(report, self.apply))?;
-                        }
+                for report in &reports {
+                    totals.add(report);
+                    status = status.worst(report.status);
+                    if printed.is_ok() {
+                        printed = progress.suspend(|| print_report(io.out, report, &self));
                     }
-                    io.out.flush().map_err(crate::error::stdout_failed)
-                })
+                }
+                Ok(())
             },
         )?;
         progress.finish_and_clear();
+        printed?;
+        if interrupt.requested() {
+            totals.emit(io.out, self.json)?;
+            io.warn(format_args!(
+                "interrupted: {} sessions were not started; what was folded stands (fold again to finish)",
+                totals.not_started
+            ));
+            return Ok(Status::Interrupted);
+        }
         for index in &discovery.seed_indexes {
             let target = store
                 .context_fold_dir()
@@ -208,13 +252,12 @@ impl Command for FoldArgs {
                 }
             }
         }
-        if self.json {
-            emit(io.out, serde_json::json!({ "total": totals }))?;
-        } else {
-            emit(io.out, totals.line())?;
+        totals.emit(io.out, self.json)?;
+        if !self.json {
             if totals.needs_overwrite > 0 {
                 io.note(format_args!(
-                    "{} sessions were folded earlier with other bytes: --overwrite replaces them.",
+                    "{} sessions changed other than by an append since they were folded: \
+                     --overwrite folds them, keeping each folded version as a generation (ID@1).",
                     totals.needs_overwrite
                 ));
             }
@@ -229,16 +272,59 @@ impl Command for FoldArgs {
     }
 }
 
+/// A file that is no agent's session must at least be JSON Lines, unless `--force`: a note or a
+/// binary named by mistake would otherwise be folded, and fail every later `ctxfold seeds`.
+fn refuse_opaque(discovery: &mut Discovery) {
+    let Discovery {
+        sessions, problems, ..
+    } = discovery;
+    sessions.retain(|found| {
+        if found.agent.is_some() {
+            return true;
+        }
+        match crate::input::is_json_lines(&found.path) {
+            Ok(true) => return true,
+            Ok(false) => problems.push(format!(
+                "{}: not JSON Lines (its first line is not a JSON object); not folded (--force folds it as opaque bytes)",
+                found.path.display()
+            )),
+            Err(e) => problems.push(e.to_string()),
+        }
+        false
+    });
+}
+
+/// A session's line on stdout, flushed: a person (or a script) watching sees each as it is done.
+fn print_report(out: &mut dyn Write, report: &Report, args: &FoldArgs) -> Result<()> {
+    if args.json {
+        emit(
+            out,
+            serde_json::to_string(report).expect("reports serialize"),
+        )?;
+    } else {
+        emit(out, human_line(report, args.apply))?;
+    }
+    out.flush().map_err(crate::error::stdout_failed)
+}
+
 impl Totals {
     fn add(&mut self, report: &Report) {
-        self.sessions += 1;
+        self.not_started -= 1;
         match report.action {
-            Action::Fold => self.fold += 1,
+            Action::Fold => {
+                self.fold += 1;
+                match report.state {
+                    Some(State::Grown) => self.grown += 1,
+                    Some(State::Changed) => self.changed += 1,
+                    _ => self.new += 1,
+                }
+            }
             Action::UpToDate => self.up_to_date += 1,
             Action::NeedsOverwrite => self.needs_overwrite += 1,
-            Action::Changed => self.changed += 1,
+            Action::Unsettled => self.unsettled += 1,
             Action::Failed => self.failed += 1,
         }
+        self.sessions += 1;
         if report.source == Removal::Removed {
             self.removed += 1;
         }
@@ -246,35 +332,66 @@ impl Totals {
         self.stats += report.stats;
     }
 
+    /// The totals on stdout: a line for people, or `{"total": …}`.
+    fn emit(&self, out: &mut dyn Write, json: bool) -> Result<()> {
+        match json {
+            true => emit(out, serde_json::json!({ "total": self })),
+            false => emit(out, self.line()),
+        }
+    }
+
     fn line(&self) -> String {
-        format!(
-            "total: {} sessions ({} to fold, {} up to date, {} need --overwrite, {} changed, {} failed, {} sources removed); \
-             source {}, new {} stored as {}, deduped {}",
+        let mut line = format!(
+            "total: {} sessions: {} to fold ({} new, {} grown, {} changed), {} up to date, \
+             {} changed need --overwrite, {} unsettled, {} failed",
             self.sessions,
             self.fold,
+            self.new,
+            self.grown,
+            self.changed,
             self.up_to_date,
             self.needs_overwrite,
-            self.changed,
+            self.unsettled,
             self.failed,
+        );
+        if self.not_started > 0 {
+            line.push_str(&format!(", {} not started", self.not_started));
+        }
+        line.push_str(&format!(
+            "; {} sources removed; source {}, new {} stored as {}, deduped {}",
             self.removed,
             bytes(self.source_bytes),
             bytes(self.stats.new_raw_bytes),
             bytes(self.stats.new_stored_bytes),
             bytes(self.stats.dedup_raw_bytes),
-        )
+        ));
+        line
     }
 }
 
+/// `<state> <action> <id>  <size>…`: the state in status's words (new, up to date, grown,
+/// changed), then what this run did about it.
 fn human_line(report: &Report, apply: bool) -> String {
+    let state = match report.state {
+        Some(State::New) => "new",
+        Some(State::UpToDate) => "up to date",
+        Some(State::Grown) => "grown",
+        Some(State::Changed) => "changed",
+        None => "",
+    };
     let action = match report.action {
         Action::Fold if apply => "folded",
         Action::Fold => "would fold",
-        Action::UpToDate => "up to date",
-        Action::NeedsOverwrite => "needs overwrite",
-        Action::Changed => "changed",
+        Action::UpToDate => "",
+        Action::NeedsOverwrite => "refused",
+        Action::Unsettled => "not folded",
         Action::Failed => "failed",
     };
-    let mut line = format!("{action:<17}{}  {}", report.id, bytes(report.source_bytes));
+    let mut line = format!(
+        "{state:<11}{action:<11}{}  {}",
+        report.id,
+        bytes(report.source_bytes)
+    );
     if report.action == Action::Fold {
         line.push_str(&format!(
             ": new {} stored as {}, deduped {}",
@@ -283,10 +400,13 @@ fn human_line(report: &Report, apply: bool) -> String {
             bytes(report.stats.dedup_raw_bytes)
         ));
     }
+    if report.kept.is_some() {
+        line.push_str(&format!("; previous version kept as {}@1", report.id));
+    }
     match report.source {
         Removal::Removed => line.push_str("; source removed"),
         Removal::WouldRemove => line.push_str("; would remove the source"),
-        Removal::Kept | Removal::KeptActive => {}
+        Removal::Kept | Removal::KeptActive | Removal::Gone => {}
     }
     if let Some(note) = &report.note {
         line.push_str(&format!("; {note}"));

@@ -1,9 +1,14 @@
 //! `ctxfold fsck`: the store checked, findings one per line.
 
+use std::path::PathBuf;
+
+use crate::agents::Homes;
 use crate::agents::place::unplaced_manifests;
+use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
 use crate::error::Result;
 use crate::store::fsck::check;
+use crate::store::restore_temp::leftovers_under;
 
 /// Check the store: manifests readable, every object they name present (--full: and sound)
 ///
@@ -16,8 +21,13 @@ use crate::store::fsck::check;
 /// `unreferenced object SHA256`, and `unplaced manifest PATH: WHY` for a session restore will not
 /// put back without --to (see ctxfold-restore: a file folded by path, or a rollout_path that is not
 /// where its agent keeps it, as a manifest edited or brought by a remote may have). Unreferenced
-/// objects and unplaced manifests are notes, not faults (gc removes the objects; the sessions are
-/// sound and restore with --to); anything else makes the exit status 1.
+/// objects and unplaced manifests are notes, not faults (gc removes the objects: one line counts
+/// them, -v lists them; the sessions are sound and restore with --to); anything else makes the exit
+/// status 4.
+///
+/// It also looks in the agents' session folders (as fold finds them) for the temp files killed
+/// restores left beside their targets, and lists each: `leftover restore temp file PATH (SIZE)`.
+/// They are not the store's and no fault: the next restore of the same target removes them.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fsck", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct FsckArgs {
@@ -61,6 +71,17 @@ impl Command for FsckArgs {
                 ),
             )?;
         }
+        let leftovers = restore_leftovers();
+        for (path, size) in &leftovers {
+            emit(
+                io.out,
+                format_args!(
+                    "leftover restore temp file {} ({}; the next restore of its session removes it)",
+                    path.display(),
+                    bytes(*size)
+                ),
+            )?;
+        }
         let depth = if self.full {
             "objects re-hashed, reconstructions checked"
         } else {
@@ -69,9 +90,13 @@ impl Command for FsckArgs {
         emit(
             io.out,
             format_args!(
-                "{faults} problems, {notes} unreferenced objects (gc removes them{}), {} unplaced manifests; {depth}",
+                "{faults} problems, {notes} unreferenced objects (gc removes them{}), {} unplaced manifests{}; {depth}",
                 if list_notes { "" } else { ", -v lists them" },
-                unplaced.len()
+                unplaced.len(),
+                match leftovers.len() {
+                    0 => String::new(),
+                    n => format!(", {n} leftover restore temp files"),
+                }
             ),
         )?;
         Ok(if faults == 0 {
@@ -80,4 +105,19 @@ impl Command for FsckArgs {
             Status::Corrupt
         })
     }
+}
+
+/// The temp files killed restores left in the agents' session folders, where restore puts
+/// sessions back (restores elsewhere, with --to, cannot be found). Best effort: a home that is
+/// not set or cannot be read has none.
+fn restore_leftovers() -> Vec<(PathBuf, u64)> {
+    let Ok(homes) = Homes::from_env() else {
+        return Vec::new();
+    };
+    homes
+        .session_trees()
+        .iter()
+        .filter_map(|dir| leftovers_under(dir).ok())
+        .flatten()
+        .collect()
 }

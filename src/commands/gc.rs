@@ -1,5 +1,6 @@
 //! `ctxfold gc`: unreferenced objects and stale temp files removed (a dry run unless --apply).
 
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::cli::human::bytes;
@@ -10,6 +11,7 @@ use std::collections::HashMap;
 use crate::digest::Digest;
 use crate::odb::repack::Repacked;
 use crate::store::gc;
+use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
 
 /// Remove objects no manifest references, and stale temp files (a dry run unless --apply)
@@ -32,6 +34,12 @@ use crate::store::lock::Mode;
 ///
 /// Stale temp files are the files in <store>/tmp and the `.*.tmp` files under objects/ and
 /// manifests/ older than the grace period.
+///
+/// --prune-generations also removes every generation (manifests/generations/<id>/: the earlier
+/// versions of sessions that fold kept when it replaced them; see ctxfold fold), listing each,
+/// and then the objects only they referenced. Nothing else ever removes a generation of a session
+/// that changed other than by an append: it may hold the only copy of those bytes (`ctxfold
+/// restore ID@N --to FILE` saves one first).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-gc", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct GcArgs {
@@ -45,6 +53,9 @@ pub struct GcArgs {
     /// Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly
     #[arg(long)]
     pub aggressive: bool,
+    /// Remove every session's generations (earlier versions kept by fold) too
+    #[arg(long)]
+    pub prune_generations: bool,
     #[command(flatten)]
     pub talk: TalkArgs,
     #[command(flatten)]
@@ -87,10 +98,21 @@ impl Command for GcArgs {
         let cutoff = SystemTime::now()
             .checked_sub(self.prune)
             .ok_or_else(|| Error::usage("--prune is too long"))?;
-        let roots = gc::roots(&store)?;
+        let dropping: Vec<(String, Generation)> = match self.prune_generations {
+            true => generations::all(&store)?
+                .into_iter()
+                .flat_map(|(id, kept)| kept.into_iter().map(move |g| (id.clone(), g)))
+                .collect(),
+            false => Vec::new(),
+        };
+        let paths: Vec<PathBuf> = dropping.iter().map(|(_, g)| g.path.clone()).collect();
+        let roots = gc::roots(&store, &paths)?;
         let plan = gc::plan(&store, &roots, cutoff, self.aggressive)?;
         let options = store.odb().pack_options(self.aggressive)?;
         let (verb, done) = if self.apply {
+            // Generations first: a crash between the two must not leave one naming a removed object.
+            let kept: Vec<Generation> = dropping.iter().map(|(_, g)| g.clone()).collect();
+            generations::remove(&kept)?;
             (
                 "removed",
                 Some(gc::apply(&store, &roots, &plan, cutoff, options)?),
@@ -98,7 +120,17 @@ impl Command for GcArgs {
         } else {
             ("would remove", None)
         };
-        report(io, &plan, done.as_ref(), verb)?;
+        for (id, generation) in &dropping {
+            emit(
+                io.out,
+                format_args!(
+                    "{verb} generation {id}@{} ({})",
+                    generation.number,
+                    generation.describe()
+                ),
+            )?;
+        }
+        report(io, &plan, done.as_ref(), verb, dropping.len())?;
         if !self.apply {
             io.note("dry run: add --apply to remove and repack.");
         }
@@ -108,7 +140,13 @@ impl Command for GcArgs {
 
 /// What was done (after --apply: the objects actually dropped, the pack actually written), or what
 /// would be.
-fn report(io: &mut Io<'_>, plan: &gc::Plan, done: Option<&Repacked>, verb: &str) -> Result<()> {
+fn report(
+    io: &mut Io<'_>,
+    plan: &gc::Plan,
+    done: Option<&Repacked>,
+    verb: &str,
+    generations: usize,
+) -> Result<()> {
     let sizes: HashMap<Digest, u64> = plan.dead_loose.iter().copied().collect();
     let dropped: Vec<Digest> = match done {
         Some(done) => done.dropped.iter().map(|(d, _)| *d).collect(),
@@ -156,7 +194,7 @@ fn report(io: &mut Io<'_>, plan: &gc::Plan, done: Option<&Repacked>, verb: &str)
     emit(
         io.out,
         format_args!(
-            "{} unreferenced objects {verb}, {} temp files; {repacked}; {} objects referenced; {} unreferenced objects younger than --prune kept",
+            "{} unreferenced objects {verb}, {} temp files, {generations} generations; {repacked}; {} objects referenced; {} unreferenced objects younger than --prune kept",
             dropped.len(),
             plan.temps.len(),
             plan.referenced,

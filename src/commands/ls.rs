@@ -8,18 +8,25 @@ use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::store::Store;
+use crate::store::generations::{self, Generation, Reason};
 
 /// List the folded sessions: id, title, archived, source bytes, stored bytes
 ///
 /// One line per manifest in manifests/, then the conflicts sync kept in manifests/conflicts/
 /// (a remote manifest that disagreed with the local one), marked as such. Stored bytes are the
-/// compressed size of the session's distinct objects, however many other sessions share them.
+/// compressed size of the session's distinct objects, however many other sessions share them. A
+/// session with earlier versions kept (generations: see ctxfold fold) says how many; --generations
+/// lists each under its session, as `ID@N` (1 is the newest) with when and why it was kept, which
+/// `ctxfold restore ID@N` brings back.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-ls", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct LsArgs {
     /// One JSON object per session (JSON Lines)
     #[arg(long)]
     pub json: bool,
+    /// List each session's generations too
+    #[arg(short, long)]
+    pub generations: bool,
     #[command(flatten)]
     pub talk: TalkArgs,
     #[command(flatten)]
@@ -35,7 +42,21 @@ struct Entry<'a> {
     source_bytes: u64,
     stored_bytes: u64,
     conflict: bool,
+    generations: usize,
     rollout_path: &'a str,
+}
+
+/// A generation, under `--generations`.
+#[derive(Serialize)]
+struct Kept<'a> {
+    id: &'a str,
+    generation: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<Reason>,
+    source_bytes: u64,
+    path: String,
 }
 
 impl Command for LsArgs {
@@ -63,6 +84,10 @@ impl Command for LsArgs {
                 .filter(|p| seen.insert(p.object.sha256))
                 .map(|p| p.object.stored_bytes)
                 .sum();
+            let kept = match conflict {
+                true => Vec::new(),
+                false => generations::list(&store, &manifest.session.id)?,
+            };
             let entry = Entry {
                 id: &manifest.session.id,
                 title: manifest.session.title.as_deref(),
@@ -70,6 +95,7 @@ impl Command for LsArgs {
                 source_bytes: manifest.source.bytes,
                 stored_bytes,
                 conflict,
+                generations: kept.len(),
                 rollout_path: &manifest.session.rollout_path,
             };
             if self.json {
@@ -85,16 +111,22 @@ impl Command for LsArgs {
                 } else {
                     "active"
                 };
+                let marker = crate::cli::human::generations(kept.len());
                 emit(
                     io.out,
                     format_args!(
-                        "{:<36}  {state:<8}  {:>10}  {:>10}  {}",
+                        "{:<36}  {state:<8}  {:>10}  {:>10}  {}{marker}",
                         entry.id,
                         bytes(entry.source_bytes),
                         bytes(entry.stored_bytes),
                         entry.title.unwrap_or("")
                     ),
                 )?;
+            }
+            if self.generations {
+                for generation in &kept {
+                    bad += list_generation(io, &store, entry.id, generation, self.json)?;
+                }
             }
         }
         Ok(if bad == 0 {
@@ -103,4 +135,52 @@ impl Command for LsArgs {
             Status::Corrupt
         })
     }
+}
+
+/// One line for a generation; returns 1 if its manifest cannot be read (warned), else 0.
+fn list_generation(
+    io: &mut Io<'_>,
+    store: &Store,
+    id: &str,
+    generation: &Generation,
+    json: bool,
+) -> Result<u32> {
+    let manifest = match Store::load_manifest_file(&generation.path) {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            io.warn(e);
+            return Ok(1);
+        }
+    };
+    let kept = Kept {
+        id,
+        generation: generation.number,
+        kept_at: generation.kept.as_ref().map(|(at, _)| at.as_str()),
+        reason: generation.kept.as_ref().map(|(_, reason)| *reason),
+        source_bytes: manifest.source.bytes,
+        path: generation
+            .path
+            .strip_prefix(store.root())
+            .unwrap_or(&generation.path)
+            .display()
+            .to_string(),
+    };
+    if json {
+        emit(
+            io.out,
+            serde_json::to_string(&kept).expect("entries serialize"),
+        )?;
+    } else {
+        emit(
+            io.out,
+            format_args!(
+                "  {}@{:<4} {:>10}  {}",
+                id,
+                kept.generation,
+                bytes(kept.source_bytes),
+                generation.describe(),
+            ),
+        )?;
+    }
+    Ok(0)
 }

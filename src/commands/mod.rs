@@ -16,6 +16,7 @@ pub mod recall;
 pub mod remote;
 pub mod repack;
 pub mod restore;
+pub mod rm;
 pub mod seeds;
 pub mod split;
 pub mod stats;
@@ -26,8 +27,9 @@ pub mod unpack;
 pub mod verify_span;
 pub mod write_manifest;
 
-use crate::cli::{Level, Spec};
+use crate::cli::{Io, Level, Spec, Status};
 use crate::segment::Settings;
+use crate::sources::Discovery;
 
 /// Every command, plumbing first, in the order `help -a` lists them.
 pub fn registry() -> Vec<Spec> {
@@ -52,6 +54,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<gc::GcArgs>(Level::Porcelain),
         Spec::of::<repack::RepackArgs>(Level::Porcelain),
         Spec::of::<unpack::UnpackArgs>(Level::Porcelain),
+        Spec::of::<rm::RmArgs>(Level::Porcelain),
         Spec::of::<remote::RemoteArgs>(Level::Porcelain),
         Spec::of::<sync::SyncArgs>(Level::Porcelain),
         Spec::of::<sync::CloneArgs>(Level::Porcelain),
@@ -102,4 +105,27 @@ pub struct LevelArgs {
     /// zstd level for new objects
     #[arg(long, value_name = "N", default_value_t = crate::odb::DEFAULT_LEVEL, allow_negative_numbers = true)]
     pub level: i32,
+}
+
+/// Say what a search for sessions turned up besides sessions: each problem as a warning, and the
+/// symbolic links it did not follow in one line (each one under `--verbose`). Returns the status
+/// the problems give the run.
+pub fn report_discovery(io: &mut Io<'_>, discovery: &Discovery) -> Status {
+    for problem in &discovery.problems {
+        io.warn(problem);
+    }
+    if !discovery.symlinks.is_empty() {
+        io.note(format_args!(
+            "skipped {} symbolic links in the session folders (never followed; -v lists them)",
+            discovery.symlinks.len()
+        ));
+        for link in &discovery.symlinks {
+            io.detail(format_args!("skipped symbolic link {}", link.display()));
+        }
+    }
+    if discovery.problems.is_empty() {
+        Status::Success
+    } else {
+        Status::Refused
+    }
 }

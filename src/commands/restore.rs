@@ -7,6 +7,7 @@ use crate::agents::place::default_target;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::store::reconstruct::restore_file;
+use crate::store::{generations, restore_temp};
 
 /// Restore a folded session to disk, byte for byte and verified (alias: materialize)
 ///
@@ -25,12 +26,23 @@ use crate::store::reconstruct::restore_file;
 /// sessions/--<cwd>--/<time>_<id>.jsonl). The home must exist (run the agent once, or set its
 /// variable); folders are created only inside its session tree. Any other session (a file folded
 /// by path, a rollout_path of another shape) is refused: name the target with --to.
+///
+/// A restore that is killed leaves its temp file (.<name>.restore-XXXXXX.tmp beside the target);
+/// the next restore of the same target removes it (only one that no running restore holds: each
+/// locks its own) and says so, and ctxfold fsck lists those under the agents' session folders.
+///
+/// ID@N (or --generation N) restores an earlier version of the session: one that a later fold
+/// replaced and kept as a generation (ID@1 is the newest, ID@0 the current version).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-restore", version, visible_alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]
 pub struct RestoreArgs {
-    /// The folded session's id
+    /// The folded session's id; ID@N restores its generation N (as --generation N)
     #[arg(value_name = "SESSION")]
     pub session: String,
+    /// Restore generation N of the session, a version a later fold replaced (1 is the newest;
+    /// `ctxfold ls --generations` lists them)
+    #[arg(long, value_name = "N")]
+    pub generation: Option<usize>,
     /// Where to write it [default: the session's place under this machine's agent home]
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub to: Option<PathBuf>,
@@ -46,15 +58,22 @@ pub struct RestoreArgs {
 impl Command for RestoreArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
-        let manifest = store.load_manifest(&self.session)?;
-        let restore = || {
+        let manifest = generations::resolve(&store, &self.session, self.generation)?;
+        let restore = |io: &mut Io<'_>| {
             let target = match self.to {
                 Some(to) => to,
                 None => default_target(&manifest.session, &Homes::from_env()?)?,
             };
+            for leftover in restore_temp::sweep(&target)? {
+                io.note(format_args!(
+                    "removed {}, left by an interrupted restore",
+                    leftover.display()
+                ));
+            }
             restore_file(&store, &manifest, &target, self.overwrite).map(|()| target)
         };
-        let target = restore().map_err(|e| e.context(format_args!("restore {}", self.session)))?;
+        let target =
+            restore(io).map_err(|e| e.context(format_args!("restore {}", self.session)))?;
         emit(io.out, target.display())?;
         Ok(Status::Success)
     }

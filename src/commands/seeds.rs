@@ -1,7 +1,7 @@
 //! `ctxfold seeds`: index folded sessions into the store's seed index.
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
-use crate::error::Result;
+use crate::error::{Cause, Result};
 use crate::seeds::index_folded_session;
 use crate::store::Store;
 
@@ -13,9 +13,11 @@ use crate::store::Store;
 /// those not yet there to `<store>/context-fold/<session-id>/seed-index.jsonl`. The file is
 /// append-only and shared with other writers (the Pi extension's records are merged into it): a re-run
 /// adds only what is new. New records take seqs after the highest one in the file and above 1000000,
-/// clear of the small seqs the extension's records bring when they are merged in later. A session that
-/// cannot be indexed (not a Pi or Codex ledger) is reported on stderr and the others are indexed; the
-/// exit status is then 1.
+/// clear of the small seqs the extension's records bring when they are merged in later. Only current
+/// versions are indexed, not the generations kept of them nor conflicts. A folded file that is no Pi
+/// or Codex ledger (any JSONL file, or one folded with `fold --force`) has no seeds: it is skipped
+/// with a note, or, when named, refused (status 3). A session that cannot be indexed for another
+/// reason is reported on stderr, the others are indexed, and the status says what went wrong.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-seeds", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct SeedsArgs {
@@ -38,6 +40,7 @@ impl Command for SeedsArgs {
             true => store
                 .manifest_files()?
                 .iter()
+                .filter(|p| p.parent() == Some(store.manifests_dir().as_path()))
                 .map(|p| Store::load_manifest_file(p))
                 .collect::<Result<Vec<_>>>()?,
             false => self
@@ -52,6 +55,15 @@ impl Command for SeedsArgs {
             // One session that is no Pi or Codex ledger must not keep the others unindexed.
             let appended = match index_folded_session(&store, manifest) {
                 Ok(n) => n,
+                // Not a ledger: nothing to index, which is no failure unless it was asked for.
+                Err(e)
+                    if matches!(e.cause(), Cause::BadInput { .. }) && self.sessions.is_empty() =>
+                {
+                    io.note(format_args!(
+                        "skipped {id}: not a Pi or Codex session ledger"
+                    ));
+                    continue;
+                }
                 Err(e) => {
                     status = status.worst(e.status());
                     io.warn(format_args!("{id}: {e}"));

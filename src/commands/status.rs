@@ -7,19 +7,24 @@ use serde::Serialize;
 
 use crate::agents::Homes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::commands::report_discovery;
 use crate::error::Result;
 use crate::fold::compare::{State, compare};
 use crate::fold::stamp::Stamp;
 use crate::sources::{Found, discover};
 use crate::store::Store;
+use crate::store::generations;
 
 /// Show each session found: new, up to date, grown since folded, or changed
 ///
 /// Finds sessions as fold does (the Codex and Pi homes, or PATHS) and compares each with its
-/// manifest in the store: `new` (not folded), `up-to-date` (same sha256 and size), `grown` (the
-/// folded bytes are a prefix of the file: it was appended to since; `fold --apply --overwrite`
-/// folds the rest, deduplicating what was folded before), or `changed` (changed other than by an
-/// append). Reads every source that has a manifest; never writes.
+/// manifest in the store, in the words fold uses: `new` (not folded), `up to date` (same sha256
+/// and size), `grown` (the folded bytes are a prefix of the file: it was appended to since;
+/// `fold --apply` folds the rest, deduplicating what was folded before, and keeps the folded
+/// version as a generation), or `changed` (changed other than by an append: fold refuses it
+/// unless --overwrite, which keeps the folded version as a generation). A session with
+/// generations kept says how many (`ctxfold ls --generations` lists them). Reads every source that
+/// has a manifest; never writes.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-status", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct StatusArgs {
@@ -44,27 +49,22 @@ struct Line<'a> {
     bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     folded_bytes: Option<u64>,
+    /// Earlier versions kept in the store.
+    generations: usize,
 }
 
 impl Command for StatusArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let discovery = discover(&Homes::from_env()?, &self.paths);
         let store = Store::at(self.store.path()?);
-        let mut status = if discovery.problems.is_empty() {
-            Status::Success
-        } else {
-            Status::Refused
-        };
-        for problem in &discovery.problems {
-            io.warn(problem);
-        }
+        let mut status = report_discovery(io, &discovery);
         let results: Vec<_> = discovery
             .sessions
             .par_iter()
             .map(|found| state_of(&store, found))
             .collect();
         for (found, result) in discovery.sessions.iter().zip(results) {
-            let (state, stamp, folded_bytes) = match result {
+            let (state, stamp, folded_bytes, generations) = match result {
                 Ok(r) => r,
                 Err(e) => {
                     status = status.worst(e.status());
@@ -78,6 +78,7 @@ impl Command for StatusArgs {
                 path: found.path.display().to_string(),
                 bytes: stamp.size,
                 folded_bytes,
+                generations,
             };
             if self.json {
                 emit(
@@ -86,10 +87,11 @@ impl Command for StatusArgs {
                 )?;
             } else {
                 let state = serde_json::to_value(state).expect("states serialize");
-                let state = state.as_str().unwrap_or_default().replace('_', "-");
+                let state = state.as_str().unwrap_or_default().replace('_', " ");
+                let generations = crate::cli::human::generations(line.generations);
                 emit(
                     io.out,
-                    format_args!("{state:<11} {}  {}", line.id, line.path),
+                    format_args!("{state:<11} {}  {}{generations}", line.id, line.path),
                 )?;
             }
         }
@@ -97,15 +99,17 @@ impl Command for StatusArgs {
     }
 }
 
-fn state_of(store: &Store, found: &Found) -> Result<(State, Stamp, Option<u64>)> {
+fn state_of(store: &Store, found: &Found) -> Result<(State, Stamp, Option<u64>, usize)> {
     let stamp = Stamp::of(&found.path)?;
+    let generations = generations::list(store, &found.session.id)?.len();
     if !store.has_manifest(&found.session.id) {
-        return Ok((State::New, stamp, None));
+        return Ok((State::New, stamp, None, generations));
     }
     let manifest = store.load_manifest(&found.session.id)?;
     Ok((
         compare(&found.path, &stamp, &manifest.source)?,
         stamp,
         Some(manifest.source.bytes),
+        generations,
     ))
 }

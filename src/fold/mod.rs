@@ -1,8 +1,12 @@
 //! Folding found sessions into the store, with every rule of fold-v1's "Mutation Safety": a dry
-//! run unless applied, an existing manifest replaced only with `overwrite` (a source whose sha256
-//! already matches is simply up to date), nothing committed when the source changed while it was
-//! read, and a source removed only after its manifest is committed and a reconstruction from the
-//! store verified (an active one only with `allow_active`).
+//! run unless applied, nothing committed when the source changed while it was read, and a source
+//! removed only after its manifest is committed and a reconstruction from the store verified (an
+//! active one only with `allow_active`).
+//!
+//! A session folded before is compared with its manifest first (see `compare`): up to date, grown
+//! by an append (folded again, the normal path), or changed some other way (refused unless
+//! `overwrite`). Either way the manifest replaced is kept first as a generation
+//! (`store::generations`), so no fold loses a version.
 //!
 //! A session is read once: segmenting it also hashes it, and hashing the parts as they are written
 //! is what its manifest is checked against (the contract's "in-memory reconstruction"). A session
@@ -28,6 +32,7 @@ use crate::odb::Encoder;
 use crate::segment::{Settings, Summary, segment};
 use crate::sources::Found;
 use crate::store::Store;
+use crate::store::generations::Reason;
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
 use crate::store::writer::{Mode, PartWriter, WriteStats};
 use compare::{State, compare};
@@ -55,10 +60,10 @@ pub enum Action {
     /// Committed (`--apply`) or would be (a dry run).
     Fold,
     UpToDate,
-    /// A manifest for the session exists and records other bytes: `--overwrite` replaces it.
+    /// The session changed other than by an append since it was folded: `--overwrite` folds it.
     NeedsOverwrite,
     /// The source changed while it was read: nothing committed.
-    Changed,
+    Unsettled,
     Failed,
 }
 
@@ -71,12 +76,17 @@ pub enum Removal {
     WouldRemove,
     /// Not archived, and `--allow-active` was not given.
     KeptActive,
+    /// Gone before this run could remove it: another fold removed it (it is in the store).
+    Gone,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub id: String,
     pub path: String,
+    /// The source compared with the store before folding (`None`: not known, it failed first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
     pub action: Action,
     /// Decompressed size of the source (0 when it could not be read).
     pub source_bytes: u64,
@@ -89,6 +99,9 @@ pub struct Report {
     /// The folded session's seed index could not be extracted (the fold itself stands).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub seeds_failed: bool,
+    /// The generation the previous version was kept as (`--apply`), relative to the store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
     /// Why it failed, changed or was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -102,12 +115,14 @@ impl Report {
         Self {
             id: found.session.id.clone(),
             path: found.path.display().to_string(),
+            state: None,
             action: Action::Failed,
             source_bytes: 0,
             stats: WriteStats::default(),
             source: Removal::Kept,
             seed_records: None,
             seeds_failed: false,
+            kept: None,
             note: None,
             status: Status::Success,
         }
@@ -132,6 +147,8 @@ pub struct Prepared {
     pub stamp: Option<Stamp>,
     /// The objects its fold adds to the store.
     pub created: Vec<Digest>,
+    /// Why the manifest this fold replaces is kept as a generation (`None`: there is none).
+    pub keep: Option<Reason>,
 }
 
 /// Where a worker puts new objects: a pack being written, or (in a dry run) an encoder to measure
@@ -158,6 +175,7 @@ pub fn prepare(
         current: None,
         stamp: None,
         created: Vec::new(),
+        keep: None,
     };
     if let Err(e) = prepare_into(store, found, options, stamps, sink, claimed, &mut prepared) {
         prepared.report.fail(&e);
@@ -176,17 +194,24 @@ fn prepare_into(
     prepared: &mut Prepared,
 ) -> Result<()> {
     let path = &found.path;
-    let before = Stamp::of(path)?;
+    let id = &found.session.id;
+    let Some(before) = Stamp::of_present(path)? else {
+        if folded_already(store, id, None, &mut prepared.report)? {
+            return Ok(());
+        }
+        return Err(Error::io("stat", path, rustix::io::Errno::NOENT.into()));
+    };
     prepared.stamp = Some(before);
     let report = &mut prepared.report;
-    let existing = existing_manifest(store, &found.session.id, options.overwrite)?;
+    report.state = Some(State::New);
     let mut grown_from = None;
-    if let Some(manifest) = existing {
+    if let Some(manifest) = existing_manifest(store, id, options.overwrite)? {
         let state = if stamps.knows(path, &before, &manifest.source) {
             State::UpToDate
         } else {
             compare(path, &before, &manifest.source)?
         };
+        report.state = Some(state);
         match state {
             State::UpToDate => {
                 report.action = Action::UpToDate;
@@ -195,24 +220,35 @@ fn prepare_into(
                 prepared.current = Some(manifest);
                 return Ok(());
             }
-            _ if !options.overwrite => {
+            State::Grown => {
+                prepared.keep = Some(Reason::Grown);
+                if manifest.settings.same_segmentation(&options.settings) {
+                    grown_from = Some(manifest);
+                }
+            }
+            _ if options.overwrite => prepared.keep = Some(Reason::Changed),
+            _ => {
                 report.action = Action::NeedsOverwrite;
                 report.source_bytes = before.size;
-                report.note =
-                    Some("folded earlier with other bytes; --overwrite replaces it".into());
+                report.note = Some(format!(
+                    "it changed other than by an append since it was folded: --overwrite folds it, \
+                     keeping the folded version as {id}@1"
+                ));
+                report.status = Status::Refused;
                 return Ok(());
             }
-            State::Grown if manifest.settings.same_segmentation(&options.settings) => {
-                grown_from = Some(manifest);
-            }
-            _ => {}
         }
     }
     let manifest = segment_source(store, found, options, sink, claimed, prepared, grown_from)?;
     test_hook_after_read(path);
     let report = &mut prepared.report;
-    if let Some(change) = before.change(&Stamp::of(path)?) {
-        report.action = Action::Changed;
+    let change = match Stamp::of_present(path)? {
+        Some(after) => before.change(&after),
+        None if folded_already(store, id, Some(&manifest.source), report)? => return Ok(()),
+        None => Some("it was removed"),
+    };
+    if let Some(change) = change {
+        report.action = Action::Unsettled;
         report.note = Some(format!(
             "the source changed while it was read ({change}); nothing committed"
         ));
@@ -220,8 +256,33 @@ fn prepare_into(
         return Ok(());
     }
     report.action = Action::Fold;
+    if prepared.keep.is_some() && !options.apply {
+        report.note = Some(format!("would keep the folded version as {id}@1"));
+    }
     prepared.manifest = Some(manifest);
     Ok(())
+}
+
+/// When the source is gone, another fold removed it once the session was safe in the store:
+/// report it as folded already if the store holds it (with `source`'s bytes, when given).
+fn folded_already(
+    store: &Store,
+    id: &str,
+    source: Option<&Source>,
+    report: &mut Report,
+) -> Result<bool> {
+    let Some(manifest) = existing_manifest(store, id, false)? else {
+        return Ok(false);
+    };
+    if source.is_some_and(|s| *s != manifest.source) {
+        return Ok(false);
+    }
+    report.action = Action::UpToDate;
+    report.state.get_or_insert(State::UpToDate);
+    report.source = Removal::Gone;
+    report.source_bytes = manifest.source.bytes;
+    report.note = Some("folded already; the source was removed meanwhile (by another fold)".into());
+    Ok(true)
 }
 
 /// The session's manifest if there is one. One that cannot be read is an error, unless it is

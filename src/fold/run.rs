@@ -1,16 +1,19 @@
-//! Folding many sessions: in groups, each group read and segmented on every core (one pack per
-//! worker, its blocks compressed on every core too), then committed behind one durability barrier:
-//! the packs in place first, then the group's manifests, then their seed indexes and the sources
-//! to remove. Each group's reports reach the caller as it commits, so an interrupted run has said
-//! what it committed.
+//! Folding many sessions on every core: each worker reads and segments one session after another
+//! into a pack of its own (its blocks compressed on every core too), and commits what it has read
+//! in groups, each behind one durability barrier: its pack in place first, then the group's
+//! manifests, then their seed indexes and the sources to remove. A worker commits once its group
+//! holds [`GROUP_BYTES`] of new objects or [`GROUP_TIME`] has passed, and when it runs out of
+//! sessions; each group's reports reach the caller as it commits, so a run (interrupted, too) says
+//! what it committed as it goes.
 //!
 //! Never a manifest before the objects it names are durable: a worker that meets an object another
-//! worker of the group has claimed names it without writing it, and every pack of the group is in
-//! place before any manifest of the group is written.
+//! worker has claimed names it without writing it, and a manifest naming an object of a pack not
+//! yet in place waits for the run's end, when every pack is.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -22,158 +25,225 @@ use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
 use crate::sources::Found;
 use crate::store::Store;
+use crate::store::generations::{self, Reason};
 use crate::store::manifest::Manifest;
 
-/// A group ends once its sources add up to this many bytes: large enough that its barrier is
-/// cheap, small enough that an interrupted run loses little.
+/// How a run reports its progress and learns it must stop: `read` is called once per session read;
+/// once `stop` says so (Ctrl-C), no session is started and the sessions read are committed.
+pub struct Progress<'a> {
+    pub read: &'a (dyn Fn() + Sync),
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+}
+
+/// A worker commits once its new objects add up to this many bytes: large enough that the barrier
+/// is cheap, small enough that an interrupted run loses little.
 pub const GROUP_BYTES: u64 = 512 << 20;
 
-/// Fold `sessions` (in groups, see the module comment), handing each group's reports to `group`
-/// once it is committed (or, in a dry run, measured). `progress` is called once per session read.
+/// … or once this long has passed since its last commit, so that a person sees lines come.
+pub const GROUP_TIME: Duration = Duration::from_secs(1);
+
+/// A session read, by its place in the run's list, until its report is out.
+type Pending = (Prepared, usize);
+
+/// What the workers share.
+struct Run<'a> {
+    store: &'a Store,
+    sessions: &'a [Found],
+    options: &'a Options,
+    progress: &'a Progress<'a>,
+    stamps: Stamps,
+    /// Objects some worker has put in its pack (committed or not).
+    claimed: Mutex<HashSet<Digest>>,
+    next: AtomicUsize,
+    /// Sessions whose manifests name an object of another worker's pack not in place yet.
+    waiting: Mutex<Vec<Pending>>,
+}
+
+/// Fold `sessions` (see the module comment), handing each group's reports to `group` once it is
+/// committed (or, in a dry run, measured).
 pub fn fold_all(
     store: &Store,
     sessions: &[Found],
     options: &Options,
-    progress: &(dyn Fn() + Sync),
+    progress: &Progress<'_>,
     group: &mut dyn FnMut(Vec<Report>) -> Result<()>,
 ) -> Result<()> {
-    let stamps = Stamps::load(store);
-    let claimed = Mutex::new(HashSet::new());
-    for chunk in groups(sessions) {
-        let (prepared, packs) = read_group(store, chunk, options, &stamps, &claimed, progress)?;
-        let reports = if options.apply {
-            commit_group(store, chunk, (prepared, packs), options, &stamps)?
-        } else {
-            prepared
-                .into_iter()
-                .zip(chunk)
-                .map(|(p, found)| dry_run_removal(p, found, options))
-                .collect()
-        };
-        group(reports)?;
-        // What this group claimed is committed (or, in a dry run, counted) now.
-        if options.apply {
-            claimed.lock().expect("never poisoned").clear();
+    let run = Run {
+        store,
+        sessions,
+        options,
+        progress,
+        stamps: Stamps::load(store),
+        claimed: Mutex::new(HashSet::new()),
+        next: AtomicUsize::new(0),
+        waiting: Mutex::new(Vec::new()),
+    };
+    let (sender, reports) = crossbeam_channel::unbounded::<Result<Vec<Report>>>();
+    let mut outcome = Ok(());
+    rayon::in_place_scope(|scope| {
+        for _ in 0..rayon::current_num_threads() {
+            let (run, sender) = (&run, sender.clone());
+            scope.spawn(move |_| {
+                if let Err(e) = run.work(&sender) {
+                    let _ = sender.send(Err(e));
+                }
+            });
         }
+        drop(sender);
+        // The workers hold the only senders left: this ends when the last one is done.
+        for reports in reports {
+            if outcome.is_ok() {
+                outcome = reports.and_then(&mut *group);
+            }
+        }
+    });
+    outcome?;
+    // Every pack is in place now: what waited for another worker's can be committed.
+    let waiting = std::mem::take(&mut *run.waiting.lock().expect("never poisoned"));
+    if !waiting.is_empty() {
+        group(run.commit(waiting, false)?)?;
     }
     if options.apply {
-        stamps.save(store)?;
+        run.stamps.save(store)?;
     }
     Ok(())
 }
 
-/// Consecutive sessions adding up to about [`GROUP_BYTES`] (at least one each).
-fn groups(sessions: &[Found]) -> impl Iterator<Item = &[Found]> {
-    let mut rest = sessions;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let mut bytes = 0;
-        let mut end = 0;
-        while end < rest.len() && (end == 0 || bytes < GROUP_BYTES) {
-            bytes += std::fs::metadata(&rest[end].path).map_or(0, |m| m.len());
-            end += 1;
-        }
-        let (group, tail) = rest.split_at(end);
-        rest = tail;
-        Some(group)
-    })
-}
-
-/// Read and segment a group on every core, each worker into a pack of its own (or measuring, in
-/// a dry run). Returns the sessions prepared, in order, with the packs still to commit.
-fn read_group(
-    store: &Store,
-    group: &[Found],
-    options: &Options,
-    stamps: &Stamps,
-    claimed: &Mutex<HashSet<Digest>>,
-    progress: &(dyn Fn() + Sync),
-) -> Result<(Vec<Prepared>, Vec<PackWriter>)> {
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Prepared>>> = group.iter().map(|_| Mutex::new(None)).collect();
-    let pack_options = store.odb().pack_options(false)?;
-    let writers = rayon::broadcast(|_| -> Result<Option<PackWriter>> {
-        let mut writer = match options.apply {
-            true => Some(store.odb().pack_writer(pack_options.clone())?),
+impl Run<'_> {
+    /// One worker: sessions one after another, committed in groups (see the module comment).
+    fn work(&self, out: &crossbeam_channel::Sender<Result<Vec<Report>>>) -> Result<()> {
+        let odb = self.store.odb();
+        let new_writer = || odb.pack_writer(odb.pack_options(false)?);
+        let mut writer = match self.options.apply {
+            true => Some(new_writer()?),
             false => None,
         };
-        let mut encoder = Encoder::for_dictionary(options.level, options.dictionary.as_ref())?;
-        loop {
-            let at = next.fetch_add(1, Ordering::Relaxed);
-            let Some(found) = group.get(at) else { break };
+        let mut encoder =
+            Encoder::for_dictionary(self.options.level, self.options.dictionary.as_ref())?;
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut since = Instant::now();
+        while !(self.progress.stop)() {
+            let at = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(found) = self.sessions.get(at) else {
+                break;
+            };
             let sink = match &mut writer {
                 Some(writer) => Sink::Pack(writer),
                 None => Sink::Measure(&mut encoder),
             };
-            let prepared = prepare(store, found, options, stamps, sink, claimed);
-            *slots[at].lock().expect("never poisoned") = Some(prepared);
-            progress();
+            let prepared = prepare(
+                self.store,
+                found,
+                self.options,
+                &self.stamps,
+                sink,
+                &self.claimed,
+            );
+            (self.progress.read)();
+            let Some(full) = &mut writer else {
+                // A dry run commits nothing: each session is reported as it is measured.
+                let report = dry_run_removal(prepared, found, self.options);
+                let _ = out.send(Ok(vec![report]));
+                continue;
+            };
+            pending.push((prepared, at));
+            if full.raw_bytes() >= GROUP_BYTES || since.elapsed() >= GROUP_TIME {
+                let pack = std::mem::replace(full, new_writer()?);
+                let _ = out.send(self.commit_pack_and(pack, std::mem::take(&mut pending)));
+                since = Instant::now();
+            }
         }
-        Ok(writer)
-    });
-    let mut packs = Vec::new();
-    for writer in writers {
-        packs.extend(writer?);
+        if let Some(pack) = writer {
+            let _ = out.send(self.commit_pack_and(pack, pending));
+        }
+        Ok(())
     }
-    let prepared = slots
-        .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .expect("never poisoned")
-                .expect("every session read")
-        })
-        .collect();
-    Ok((prepared, packs))
-}
 
-/// Commit a group: its packs, then its manifests (each with every object confirmed present),
-/// then seed indexes and source removals.
-fn commit_group(
-    store: &Store,
-    group: &[Found],
-    (mut prepared, packs): (Vec<Prepared>, Vec<PackWriter>),
-    options: &Options,
-    stamps: &Stamps,
-) -> Result<Vec<Report>> {
-    let odb = store.odb();
-    for writer in packs {
-        if let Err(e) = odb.commit_pack(writer) {
-            // Nothing of this group can be named: its folds fail, the rest of the run goes on.
-            for p in prepared.iter_mut().filter(|p| p.manifest.is_some()) {
+    /// Put a worker's pack in place, then commit its sessions, but those that name an object of
+    /// another worker's pack not in place yet: they wait for the run's end.
+    fn commit_pack_and(&self, pack: PackWriter, mut group: Vec<Pending>) -> Result<Vec<Report>> {
+        let odb = self.store.odb();
+        if let Err(e) = odb.commit_pack(pack) {
+            // Nothing this pack held can be named: these folds fail, the rest of the run goes on.
+            for (p, _) in group.iter_mut().filter(|(p, _)| p.manifest.is_some()) {
                 p.manifest = None;
                 p.report.fail(&e);
             }
         }
-    }
-    for p in prepared.iter_mut() {
-        if let Some(manifest) = p.manifest.as_mut() {
-            fill_stored_bytes(store, manifest)?;
+        let mut ready = Vec::new();
+        for (prepared, at) in group {
+            let blocked = match &prepared.manifest {
+                Some(manifest) => !self.all_present(manifest)?,
+                None => false,
+            };
+            if blocked {
+                self.waiting
+                    .lock()
+                    .expect("never poisoned")
+                    .push((prepared, at));
+            } else {
+                ready.push((prepared, at));
+            }
         }
-        // What its new objects take: their shares of the blocks they went into.
-        for digest in &p.created {
-            let share = store.odb().stored_bytes(digest)?.unwrap_or(0);
-            p.report.stats.new_stored_bytes += share;
-        }
+        self.commit(ready, true)
     }
-    let manifests: Vec<&Manifest> = prepared
-        .iter()
-        .filter_map(|p| p.manifest.as_ref())
-        .collect();
-    let results = store.commit_group(&manifests, options.overwrite)?;
-    let mut results = results.into_iter();
-    for p in prepared.iter_mut().filter(|p| p.manifest.is_some()) {
-        if let Err(e) = results.next().expect("one result per manifest") {
-            settle_refused(store, p, e);
+
+    fn all_present(&self, manifest: &Manifest) -> Result<bool> {
+        for part in &manifest.parts {
+            if !self.store.odb().contains(&part.object.sha256)? {
+                return Ok(false);
+            }
         }
+        Ok(true)
     }
-    let finished: Vec<Report> = prepared
-        .into_par_iter()
-        .zip(group.par_iter())
-        .map(|(p, found)| finish(store, found, p, options, stamps))
-        .collect();
-    Ok(finished)
+
+    /// Commit the manifests of `group` (their objects in place), then finish each session: seeds,
+    /// stamp, source removal. `in_worker`: on a worker thread already (no more parallelism).
+    fn commit(&self, mut group: Vec<Pending>, in_worker: bool) -> Result<Vec<Report>> {
+        let (store, options) = (self.store, self.options);
+        for (p, _) in group.iter_mut() {
+            if let Some(manifest) = p.manifest.as_mut() {
+                fill_stored_bytes(store, manifest)?;
+                // The version this one replaces is kept first, so that no fold loses one.
+                if let Some(reason) = p.keep {
+                    let kept =
+                        generations::keep(store, &manifest.session.id, reason, &manifest.source)?;
+                    p.report.kept = kept.and_then(|path| {
+                        path.strip_prefix(store.root())
+                            .ok()
+                            .map(|rel| rel.display().to_string())
+                    });
+                }
+            }
+            // What its new objects take: their shares of the blocks they went into.
+            for digest in &p.created {
+                let share = store.odb().stored_bytes(digest)?.unwrap_or(0);
+                p.report.stats.new_stored_bytes += share;
+            }
+        }
+        let manifests: Vec<(&Manifest, bool)> = group
+            .iter()
+            .filter_map(|(p, _)| {
+                Some((p.manifest.as_ref()?, p.keep.is_some() || options.overwrite))
+            })
+            .collect();
+        let results = store.commit_group(&manifests)?;
+        let mut results = results.into_iter();
+        for (p, _) in group.iter_mut().filter(|(p, _)| p.manifest.is_some()) {
+            match results.next().expect("one result per manifest") {
+                Ok(()) if p.keep == Some(Reason::Grown) => {
+                    generations::prune_grown(store, &p.report.id)?;
+                }
+                Ok(()) => {}
+                Err(e) => settle_refused(store, p, e),
+            }
+        }
+        let finish = |(p, at): Pending| finish(store, &self.sessions[at], p, options, &self.stamps);
+        Ok(match in_worker {
+            true => group.into_iter().map(finish).collect(),
+            false => group.into_par_iter().map(finish).collect(),
+        })
+    }
 }
 
 /// Packed objects' stored sizes are known once their pack is written: the manifest records them.
@@ -191,7 +261,8 @@ fn fill_stored_bytes(store: &Store, manifest: &mut Manifest) -> Result<()> {
 }
 
 /// A manifest the group commit refused. Another fold of the same session may have committed
-/// first: the same bytes are no harm; other bytes need `--overwrite`.
+/// first: the same bytes are no harm; other bytes are not replaced (this run read another version
+/// of the source: folding again settles it).
 fn settle_refused(store: &Store, prepared: &mut Prepared, e: Error) {
     let manifest = prepared
         .manifest
@@ -207,8 +278,12 @@ fn settle_refused(store: &Store, prepared: &mut Prepared, e: Error) {
             prepared.current = Some(theirs);
         }
         _ => {
-            report.action = Action::NeedsOverwrite;
-            report.note = Some("folded meanwhile with other bytes; --overwrite replaces it".into());
+            report.action = Action::Unsettled;
+            report.note = Some(
+                "folded meanwhile by another run with other bytes; nothing committed (fold again)"
+                    .into(),
+            );
+            report.status = report.status.worst(crate::error::Status::Refused);
         }
     }
 }
@@ -295,7 +370,9 @@ fn remove_source(
     }
     crate::store::reconstruct::verify(store, manifest)
         .map_err(|e| e.context("reconstruction failed; the source is kept"))?;
-    let stamp = super::stamp::Stamp::of(&found.path)?;
+    let Some(stamp) = super::stamp::Stamp::of_present(&found.path)? else {
+        return Ok(Removal::Gone);
+    };
     if let Some(change) = prepared.stamp.as_ref().and_then(|s| s.change(&stamp)) {
         return Err(Error::session_changed("the source", change).context("it is kept"));
     }

@@ -18,14 +18,27 @@ pub struct Stamp {
 impl Stamp {
     pub fn of(path: &Path) -> Result<Self> {
         let meta = std::fs::metadata(path).with_path("stat", path)?;
+        Ok(Self::from_metadata(&meta))
+    }
+
+    /// The stamp, or `None` when the file is gone (another fold may have removed it).
+    pub fn of_present(path: &Path) -> Result<Option<Self>> {
+        match std::fs::metadata(path) {
+            Ok(meta) => Ok(Some(Self::from_metadata(&meta))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_path("stat", path),
+        }
+    }
+
+    fn from_metadata(meta: &std::fs::Metadata) -> Self {
         let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
-        Ok(Self {
+        Self {
             size: meta.len(),
             mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
             ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
             inode: meta.ino(),
             device: meta.dev(),
-        })
+        }
     }
 
     /// What differs between `self` (before) and `now` (after), or `None`.

@@ -10,6 +10,7 @@
 
 pub mod git;
 pub mod merge;
+pub mod private;
 pub mod sync;
 pub mod tree;
 pub mod verify;
@@ -59,14 +60,22 @@ impl<T, E: Display> GitContext<T> for std::result::Result<T, E> {
 }
 
 impl Mirror {
-    /// Open the mirror repository at `dir`, creating it (bare, HEAD on the ctxfold branch) when missing.
+    /// Open the mirror repository at `dir`, creating it (bare, HEAD on the ctxfold branch, private)
+    /// when missing. One made before mirrors were private is made private.
     pub fn open_or_init(dir: &Path) -> Result<Self> {
         if dir.join("HEAD").is_file() {
+            let mirror = Self::open(dir)?;
+            if private::is_private(&mirror.repo) {
+                return Ok(mirror);
+            }
+            private::make_private(&mirror.repo)?;
             return Self::open(dir);
         }
         let repo =
             gix::init_bare(dir).git(|| format!("create git repository {}", dir.display()))?;
-        let mirror = Self { repo };
+        private::make_private(&repo)?;
+        // Reopened: the new setting applies to what this handle writes.
+        let mirror = Self::open(dir)?;
         // HEAD names our branch, so a plain `git clone` of the mirror checks it out.
         let head = RefEdit {
             change: Change::Update {

@@ -47,6 +47,8 @@ pub struct Discovery {
     /// Files that look like sessions but cannot be recorded (unreadable, an unsafe id, a
     /// duplicate id), one line each.
     pub problems: Vec<String>,
+    /// Symbolic links met in the folders searched: never followed, so skipped.
+    pub symlinks: Vec<PathBuf>,
 }
 
 /// A file that may be a session, before it is read.
@@ -117,6 +119,7 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
         }
     }
     found.seed_indexes.sort_by(|a, b| a.path.cmp(&b.path));
+    found.symlinks.sort();
     found
 }
 
@@ -163,6 +166,10 @@ fn walk(dir: &Path, tree: &Tree, candidates: &mut Vec<Candidate>, found: &mut Di
                 continue;
             }
         };
+        if entry.path_is_symlink() {
+            found.symlinks.push(entry.into_path());
+            continue;
+        }
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }

@@ -32,16 +32,13 @@ impl Store {
     }
 
     /// Commit manifests whose parts their writer hashed as it wrote them (and found to match the
-    /// source): each must pass the manifest checks and name only present objects. All are written
-    /// to temp files, made durable by one `syncfs`, renamed into place, and the folder fsynced
-    /// once. Returns one result per manifest, in order: one refused leaves the others committed.
-    pub fn commit_group(
-        &self,
-        manifests: &[&Manifest],
-        overwrite: bool,
-    ) -> Result<Vec<Result<()>>> {
+    /// source), each with whether it may replace the session's manifest: each must pass the
+    /// manifest checks and name only present objects. All are written to temp files, made durable
+    /// by one `syncfs`, renamed into place, and the folder fsynced once. Returns one result per
+    /// manifest, in order: one refused leaves the others committed.
+    pub fn commit_group(&self, manifests: &[(&Manifest, bool)]) -> Result<Vec<Result<()>>> {
         let mut staged = Vec::new();
-        for manifest in manifests {
+        for &(manifest, overwrite) in manifests {
             let staging = self
                 .checked(manifest, overwrite)
                 .and_then(|()| self.pending_manifest(manifest));
@@ -52,7 +49,7 @@ impl Store {
             self.odb().sync()?;
         }
         let mut results = Vec::new();
-        for (staging, manifest) in staged.into_iter().zip(manifests) {
+        for (staging, &(manifest, overwrite)) in staged.into_iter().zip(manifests) {
             results.push(
                 staging
                     .and_then(|pending| self.place(pending, manifest, overwrite))

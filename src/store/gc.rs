@@ -38,12 +38,14 @@ pub struct Roots {
     pub order: Vec<Digest>,
 }
 
-/// Every object named by a manifest, and every registered zstd dictionary. Fails, naming the
-/// file, when any manifest cannot be read.
-pub fn roots(store: &Store) -> Result<Roots> {
+/// Every object named by a manifest but those in `dropping` (manifests about to be removed), and
+/// every registered zstd dictionary. Fails, naming the file, when any manifest cannot be read.
+pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<Roots> {
     let mut set = HashSet::new();
     let mut order = Vec::new();
-    for path in store.manifest_files()? {
+    let mut files = store.manifest_files()?;
+    files.retain(|path| !dropping.contains(path));
+    for path in files {
         let manifest = Store::load_manifest_file(&path).map_err(|e| {
             e.context("gc removes nothing while a manifest is unreadable (see ctxfold fsck)")
         })?;

@@ -21,7 +21,7 @@ use crate::odb::unpack::{Unpacked, unpack};
 /// pack, each session's objects together in the order its manifest names them. Drops nothing,
 /// referenced or not: gc decides what is garbage.
 pub fn repack_all(store: &Store, options: PackOptions) -> Result<Repacked> {
-    let roots = gc::roots(store)?;
+    let roots = gc::roots(store, &[])?;
     let packs = store
         .odb()
         .packs()?

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! <store>/manifests/<session-id>.json                  fold-v1 manifests
+//! <store>/manifests/generations/<session-id>/…json     earlier versions, kept (see `generations`)
 //! <store>/objects/<2 hex>/<sha256>.zst                 immutable zstd objects named by raw sha256
 //! <store>/context-fold/<session-id>/seed-index.jsonl   seed index records
 //! <store>/dictionaries/<sha256>                        registered zstd dictionaries (objects too)
@@ -17,10 +18,13 @@ pub mod atomic;
 pub mod commit;
 pub mod fsck;
 pub mod gc;
+pub mod generations;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod private;
 pub mod reconstruct;
+pub mod restore_temp;
 pub mod union;
 pub mod usage;
 pub mod writer;
@@ -65,6 +69,11 @@ impl Store {
     /// Open an existing store for reading.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let store = Self::at(root);
+        if let Ok(meta) = fs::metadata(&store.root)
+            && !meta.is_dir()
+        {
+            return Err(not_a_directory(&store.root));
+        }
         let mut found = false;
         for dir in [store.manifests_dir(), store.objects_dir()] {
             match fs::metadata(&dir) {
@@ -76,22 +85,20 @@ impl Store {
             }
         }
         if !found {
-            if let Ok(meta) = fs::metadata(&store.root)
-                && !meta.is_dir()
-            {
-                return Err(not_a_directory(&store.root));
-            }
             return Err(Error::not_found(format!(
                 "{}: not a ctxfold store yet (no manifests/ or objects/; ctxfold fold --apply creates one)",
                 store.root.display()
             )));
         }
+        private::check(&store)?;
         Ok(store)
     }
 
     /// Open a store for writing, creating its skeleton (private) when it does not exist.
     pub fn init(root: impl Into<PathBuf>) -> Result<Self> {
         let store = Self::at(root);
+        // Before anything is created in a folder others could write.
+        private::check(&store)?;
         for dir in [
             store.root.clone(),
             store.objects_dir(),
@@ -181,6 +188,23 @@ pub fn check_session_id(id: &str) -> Result<()> {
         Some(why) => Err(Error::usage(format!("unsafe session id {id:?}: it {why}"))),
         None => Ok(()),
     }
+}
+
+/// The names of the entries of `dir` that are UTF-8, unsorted; a folder that does not exist has
+/// none.
+pub fn entry_names(dir: &Path) -> Result<Vec<String>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_path("list", dir),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        if let Ok(name) = entry.with_path("list", dir)?.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    Ok(names)
 }
 
 /// Remove a file, treating "already gone" as done.

@@ -113,14 +113,16 @@ pub fn verify(store: &Store, manifest: &Manifest) -> Result<()> {
 
 /// Restore a folded session to `target`: a temp file beside it, written and verified, fsynced,
 /// then renamed into place (never over an existing file unless `overwrite`). On any failure the
-/// target is untouched and the temp file is gone. Missing parent directories are created private.
+/// target is untouched and the temp file is gone (or, if the process is killed, left for the next
+/// restore of the target to remove: see `restore_temp`). Missing parent directories are created
+/// private.
 pub fn restore_file(
     store: &Store,
     manifest: &Manifest,
     target: &std::path::Path,
     overwrite: bool,
 ) -> Result<()> {
-    use super::atomic::{Committed, Pending};
+    use super::atomic::Committed;
     use crate::error::IoContext;
     if !overwrite && target.symlink_metadata().is_ok() {
         return Err(Error::refused(format!(
@@ -133,13 +135,10 @@ pub fn restore_file(
         _ => std::path::PathBuf::from("."),
     };
     super::create_private_dir(&dir)?;
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut pending = Pending::new_in(&dir, &format!(".{name}.restore-"))?;
+    let mut pending = super::restore_temp::create(&dir, target)?;
     let mut buffered = io::BufWriter::with_capacity(1 << 20, &mut pending);
-    write_session(store, manifest, &mut buffered)?;
+    // A full disk is the target's, by name.
+    write_session(store, manifest, &mut buffered).map_err(|e| e.on_target(target.display()))?;
     buffered.flush().with_path("write", target)?;
     drop(buffered);
     match pending.commit(target, overwrite)? {

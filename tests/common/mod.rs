@@ -207,7 +207,26 @@ impl Env {
 
     /// A command for `program` (`ctxfold` or `ctxfold-<name>`) in the hermetic environment.
     pub fn command(&self, program: &str) -> Command {
-        let mut cmd = Command::new(bin_dir().join(program));
+        self.hermetic(Command::new(bin_dir().join(program)))
+    }
+
+    /// `sh -c script` in the hermetic environment, `$BIN` naming the built binaries' folder.
+    pub fn shell(&self, script: &str) -> Run {
+        let mut cmd = self.hermetic(Command::new("sh"));
+        let out = cmd
+            .args(["-c", script])
+            .env("BIN", bin_dir())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        Run {
+            code: out.status.code(),
+            stdout: out.stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn hermetic(&self, mut cmd: Command) -> Command {
         cmd.env_clear()
             .env("HOME", &self.home)
             .env("TZ", "UTC")

@@ -1,0 +1,185 @@
+//! `ctxfold rm`: folded sessions taken out of the store, every version of them (a dry run unless
+//! --apply). Objects stay for gc, which alone decides what nothing references any more.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::error::{IoContext, Result};
+use crate::store::atomic::sync_parent;
+use crate::store::generations::{self, Generation};
+use crate::store::lock::Mode;
+use crate::store::{Store, check_session_id, entry_names, remove_if_present};
+
+/// Remove folded sessions from the store (a dry run unless --apply)
+///
+/// For each SESSION, everything the store holds of it goes: its manifest, the generations fold
+/// kept of it (manifests/generations/<id>/), the conflicts sync kept of it
+/// (manifests/conflicts/<id>@….json) and its seed index (context-fold/<id>/), so that a session
+/// folded by mistake is gone in every version. Its objects are left to gc: those no other session
+/// shares become unreferenced, and `ctxfold gc --apply` removes them once they are older than its
+/// grace period (`--prune=now`: at once). Source files are never touched. A store that syncs gets
+/// a session back from a remote that still holds it: remove it there too.
+///
+/// A SESSION the store holds nothing of is reported on stderr and the others are still removed;
+/// the status is then 1.
+#[derive(Debug, clap::Parser)]
+#[command(name = "ctxfold-rm", version, after_long_help = crate::cli::EXIT_STATUS)]
+pub struct RmArgs {
+    /// The folded sessions' ids
+    #[arg(value_name = "SESSION", required = true)]
+    pub sessions: Vec<String>,
+    /// Remove (without it, list what would be removed)
+    #[arg(long)]
+    pub apply: bool,
+    /// One JSON object per session (JSON Lines)
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub talk: TalkArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Everything the store holds of one session.
+struct Held {
+    manifest: Option<PathBuf>,
+    generations: Vec<Generation>,
+    conflicts: Vec<PathBuf>,
+    seed_index: Option<PathBuf>,
+}
+
+impl Command for RmArgs {
+    fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        for id in &self.sessions {
+            check_session_id(id)?;
+        }
+        let store = self.store.open()?;
+        let _lock = match self.apply {
+            true => Some(store.lock(Mode::Shared, || {
+                io.note("waiting for the store lock (held by a gc)…")
+            })?),
+            false => None,
+        };
+        let mut status = Status::Success;
+        let mut removed = 0;
+        for id in &self.sessions {
+            let held = held(&store, id)?;
+            if held.manifest.is_none()
+                && held.generations.is_empty()
+                && held.conflicts.is_empty()
+                && held.seed_index.is_none()
+            {
+                io.warn(format_args!(
+                    "no folded session {id:?} in {}",
+                    store.root().display()
+                ));
+                status = status.worst(Status::Negative);
+                continue;
+            }
+            if self.apply {
+                remove(&held)?;
+                removed += 1;
+            }
+            if self.json {
+                let line = serde_json::json!({
+                    "session": id,
+                    "removed": self.apply,
+                    "manifest": held.manifest.is_some(),
+                    "generations": held.generations.len(),
+                    "conflicts": held.conflicts.len(),
+                    "seed_index": held.seed_index.is_some(),
+                });
+                emit(io.out, line)?;
+            } else {
+                let verb = if self.apply {
+                    "removed"
+                } else {
+                    "would remove"
+                };
+                emit(io.out, format_args!("{verb} {id}: {}", describe(&held)))?;
+            }
+        }
+        if !self.apply {
+            io.note("dry run: add --apply to remove.");
+        } else if removed > 0 {
+            io.note(
+                "their objects go at the next `ctxfold gc --apply` (`--prune=now`: without waiting for the grace period)",
+            );
+        }
+        Ok(status)
+    }
+}
+
+/// What the store holds of session `id`.
+fn held(store: &Store, id: &str) -> Result<Held> {
+    let manifest = Some(store.manifest_path(id)).filter(|p| p.exists());
+    let generations = generations::list(store, id)?;
+    let conflicts = conflicts_of(store, id)?;
+    let seed_index = Some(store.context_fold_dir().join(id)).filter(|p| p.exists());
+    Ok(Held {
+        manifest,
+        generations,
+        conflicts,
+        seed_index,
+    })
+}
+
+/// `manifests/conflicts/<id>@<12 hex>.json`: the remote versions sync kept beside this session.
+fn conflicts_of(store: &Store, id: &str) -> Result<Vec<PathBuf>> {
+    let dir = store.manifests_dir().join("conflicts");
+    let mut found: Vec<PathBuf> = entry_names(&dir)?
+        .into_iter()
+        .filter(|name| {
+            name.strip_suffix(".json")
+                .and_then(|n| n.rsplit_once('@'))
+                .is_some_and(|(named, _)| named == id)
+        })
+        .map(|name| dir.join(name))
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// Remove what `held` lists: the manifest last, so that an interrupted rm leaves the session
+/// listed (and `rm` again finishes it) rather than hidden leftovers.
+fn remove(held: &Held) -> Result<()> {
+    generations::remove(&held.generations)?;
+    for conflict in &held.conflicts {
+        remove_if_present(conflict)?;
+        sync_parent(conflict)?;
+    }
+    if let Some(dir) = &held.seed_index {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(e).with_path("remove", dir);
+            }
+            _ => sync_parent(dir)?,
+        }
+    }
+    if let Some(manifest) = &held.manifest {
+        remove_if_present(manifest)?;
+        sync_parent(manifest)?;
+    }
+    Ok(())
+}
+
+/// `manifest, 2 generations, 1 conflict, seed index`.
+fn describe(held: &Held) -> String {
+    let count = |n: usize, one: &str| match n {
+        0 => None,
+        1 => Some(format!("1 {one}")),
+        n => Some(format!("{n} {one}s")),
+    };
+    [
+        held.manifest.as_ref().map(|_| "manifest".to_string()),
+        count(held.generations.len(), "generation"),
+        count(held.conflicts.len(), "conflict"),
+        held.seed_index.as_ref().map(|_| "seed index".to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ")
+}

@@ -1,0 +1,306 @@
+//! Fault injection: `kill -9` at random moments of fold, gc, restore and sync, each followed by the
+//! checks that say nothing was lost: `fsck --full` finds no problem, every session the store holds
+//! restores to bytes its source really had, a source is gone only if the store holds its last
+//! version, a killed restore never leaves a partial target and the next restore cleans up after
+//! it, and the next sync succeeds.
+//!
+//! `CTXFOLD_FAULT_TRIALS` (default 8: a few seconds, run by `cargo test`) and `CTXFOLD_FAULT_SEED`
+//! (default: the clock) set the run; `bench/faults` runs many trials and prints the report.
+
+mod common;
+mod homes;
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use common::Env;
+use homes::json_lines;
+
+/// xorshift64*: enough randomness to pick moments, and a seed to replay a run.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// A session as the trials know it: where its source is and every version it has had.
+struct Session {
+    path: PathBuf,
+    versions: Vec<Vec<u8>>,
+    active: bool,
+}
+
+struct World {
+    env: Env,
+    sessions: HashMap<String, Session>,
+    rng: Rng,
+    losses: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Op {
+    Fold,
+    Gc,
+    Restore,
+    Sync,
+}
+
+fn git(args: &[&str], dir: &Path) {
+    let ok = Command::new("git")
+        .args(args)
+        .arg(dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+impl World {
+    fn new(seed: u64) -> Self {
+        let mut env = Env::new();
+        let homes = homes::build(&mut env, homes::sets().remove(0));
+        let sessions = homes
+            .sessions
+            .iter()
+            .map(|s| {
+                let session = Session {
+                    path: s.path.clone(),
+                    versions: vec![s.bytes.clone()],
+                    active: !s.archived,
+                };
+                (s.id.clone(), session)
+            })
+            .collect();
+        // The .zst sibling that loses to its plain file would be folded in its place once the
+        // plain one is removed: another file's bytes, which the checks here cannot follow.
+        fs::remove_file(&homes.shadowed).unwrap();
+        let remote = env.path("remote.git");
+        git(&["init", "--bare", "--quiet"], &remote);
+        env.run("ctxfold", ["fold", "--apply"]).ok();
+        env.run(
+            "ctxfold",
+            ["remote", "add", "origin", remote.to_str().unwrap()],
+        )
+        .ok();
+        env.run("ctxfold", ["sync"]).ok();
+        Self {
+            env,
+            sessions,
+            rng: Rng(seed | 1),
+            losses: Vec::new(),
+        }
+    }
+
+    /// Grow active sessions, as agents do, and now and then rewrite one (a changed session).
+    fn mutate(&mut self) {
+        let ids: Vec<String> = self.sessions.keys().cloned().collect();
+        for id in ids {
+            let roll = self.rng.below(10);
+            let session = self.sessions.get_mut(&id).unwrap();
+            if !session.active || !session.path.exists() || roll >= 6 {
+                continue;
+            }
+            let mut bytes = fs::read(&session.path).unwrap();
+            if roll == 0 {
+                bytes.truncate(bytes.len() / 2);
+            }
+            bytes.extend_from_slice(
+                format!("{{\"type\":\"event_msg\",\"payload\":{{\"trial\":{roll}}}}}\n").as_bytes(),
+            );
+            fs::write(&session.path, &bytes).unwrap();
+            session.versions.push(bytes);
+        }
+    }
+
+    fn args(&mut self, op: Op) -> Vec<String> {
+        let mut args: Vec<String> = match op {
+            Op::Fold => vec!["fold", "--apply", "--overwrite", "--remove-source"],
+            Op::Gc => vec!["gc", "--apply", "--prune=now"],
+            Op::Sync => vec!["sync"],
+            Op::Restore => vec!["restore", "--overwrite"],
+        }
+        .into_iter()
+        .map(String::from)
+        .collect();
+        if op == Op::Restore {
+            let (id, to) = self.restore_target();
+            args.extend([id, "--to".into(), to.display().to_string()]);
+        }
+        args
+    }
+
+    /// A folded session, and where the restore trials put it.
+    fn restore_target(&mut self) -> (String, PathBuf) {
+        let mut ids: Vec<&String> = self.sessions.keys().collect();
+        ids.sort();
+        let id = ids[self.rng.below(ids.len() as u64) as usize].clone();
+        let to = self.env.path("restored").join(format!("{id}.jsonl"));
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        (id, to)
+    }
+
+    /// Run `ctxfold ARGS`, killed with SIGKILL after a random moment; whether it was killed.
+    fn run_killed(&mut self, op: Op, args: &[String]) -> bool {
+        // About as long as each takes here, so that most kills land mid-way.
+        let moment = match op {
+            Op::Fold | Op::Sync => 400,
+            Op::Gc => 50,
+            Op::Restore => 30,
+        };
+        let mut child = self
+            .env
+            .command("ctxfold")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(self.rng.below(moment)));
+        let killed = child.try_wait().unwrap().is_none();
+        let _ = child.kill();
+        child.wait().unwrap();
+        killed
+    }
+
+    fn lost(&mut self, what: String) {
+        eprintln!("LOSS: {what}");
+        self.losses.push(what);
+    }
+
+    /// Everything that must hold after any kill.
+    fn check(&mut self, op: Op, args: &[String]) {
+        let fsck = self.env.run("ctxfold", ["fsck", "--full"]);
+        if fsck.code != Some(0) {
+            self.lost(format!("after {op:?}: fsck --full: {}", fsck.stdout_text()));
+        }
+        let listed = json_lines(&self.env.run("ctxfold", ["ls", "--json"]).ok().stdout);
+        let held: HashMap<String, ()> = listed
+            .iter()
+            .filter(|l| l["conflict"] == false)
+            .map(|l| (l["id"].as_str().unwrap().to_string(), ()))
+            .collect();
+        let ids: Vec<String> = self.sessions.keys().cloned().collect();
+        for id in ids {
+            let session = &self.sessions[&id];
+            let gone = !session.path.exists();
+            if !held.contains_key(&id) {
+                if gone {
+                    self.lost(format!(
+                        "after {op:?}: {id}: source removed, not in the store"
+                    ));
+                }
+                continue;
+            }
+            let run = self.env.run("ctxfold-cat-manifest", [&id]);
+            let session = &self.sessions[&id];
+            if run.code != Some(0) || !session.versions.contains(&run.stdout) {
+                self.lost(format!(
+                    "after {op:?}: {id}: restores to bytes it never had"
+                ));
+            } else if gone && &run.stdout != session.versions.last().unwrap() {
+                self.lost(format!(
+                    "after {op:?}: {id}: source removed, store has an older version"
+                ));
+            }
+        }
+        match op {
+            Op::Restore => self.check_restore(args),
+            Op::Sync => {
+                let again = self.env.run("ctxfold", ["sync"]);
+                if again.code != Some(0) {
+                    self.lost(format!("sync after a killed sync: {}", again.stderr.trim()));
+                }
+            }
+            Op::Fold | Op::Gc => {}
+        }
+    }
+
+    /// A killed restore leaves the target whole or absent; restoring again cleans up after it.
+    fn check_restore(&mut self, args: &[String]) {
+        let (id, to) = (&args[2], PathBuf::from(&args[4]));
+        let expected = self.env.run("ctxfold-cat-manifest", [id]).stdout;
+        // Whole: the version this restore wrote, or one an earlier trial did.
+        if to.exists() && !self.sessions[id].versions.contains(&fs::read(&to).unwrap()) {
+            self.lost(format!("restore {id}: a partial target"));
+        }
+        // One killed before it wrote a byte leaves an empty file, which counts as dead only after
+        // a grace period (its restore may not have locked it yet).
+        if leftovers(&to)
+            .iter()
+            .any(|p| fs::metadata(p).unwrap().len() == 0)
+        {
+            std::thread::sleep(Duration::from_millis(2100));
+        }
+        let again = self.env.run("ctxfold", args);
+        let leftovers = leftovers(&to).len();
+        if again.code != Some(0) || fs::read(&to).unwrap() != expected || leftovers > 0 {
+            self.lost(format!(
+                "restore {id} after a killed one: status {:?}, {leftovers} temp files left",
+                again.code
+            ));
+        }
+    }
+}
+
+/// The restore temp files beside `target`.
+fn leftovers(target: &Path) -> Vec<PathBuf> {
+    fs::read_dir(target.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            name.starts_with('.') && name.contains(".restore-")
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_is_lost_when_commands_are_killed_at_random_moments() {
+    let trials: u64 = std::env::var("CTXFOLD_FAULT_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    let seed = std::env::var("CTXFOLD_FAULT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    let mut world = World::new(seed);
+    let ops = [Op::Fold, Op::Gc, Op::Restore, Op::Sync];
+    let mut tally: HashMap<Op, (u64, u64)> = HashMap::new();
+    for trial in 0..trials {
+        let op = ops[(trial % 4) as usize];
+        if op == Op::Fold {
+            world.mutate();
+        }
+        let args = world.args(op);
+        let killed = world.run_killed(op, &args);
+        let entry = tally.entry(op).or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(killed);
+        world.check(op, &args);
+    }
+    let mut report = format!("fault trials (seed {seed}): {trials} trials");
+    for op in ops {
+        let (runs, killed) = tally.get(&op).copied().unwrap_or_default();
+        report.push_str(&format!("; {op:?}: {runs} ({killed} killed mid-way)"));
+    }
+    report.push_str(&format!("; {} losses", world.losses.len()));
+    eprintln!("{report}");
+    let _ = std::io::stderr().flush();
+    assert!(world.losses.is_empty(), "{report}\n{:#?}", world.losses);
+}

@@ -1,0 +1,100 @@
+//! `ctxfold rm`: a session folded by mistake taken out, every version of it; its objects left to gc.
+
+mod common;
+mod homes;
+
+use std::fs;
+use std::io::Write;
+
+use common::Env;
+use homes::json_lines;
+
+#[test]
+fn rm_takes_every_version_of_a_session_out_and_gc_its_objects() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    let gone = homes
+        .active()
+        .find(|s| s.path.to_str().unwrap().contains("/rollout-"))
+        .unwrap();
+    // A generation (it grew), a conflict kept by sync, and its seed index.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&gone.path)
+        .unwrap()
+        .write_all(b"{\"type\":\"event_msg\",\"payload\":{\"more\":1}}\n")
+        .unwrap();
+    env.run("ctxfold", ["fold", "--apply", gone.path.to_str().unwrap()])
+        .ok();
+    let conflicts = env.store.join("manifests/conflicts");
+    fs::create_dir_all(&conflicts).unwrap();
+    let conflict = conflicts.join(format!("{}@0123456789ab.json", gone.id));
+    fs::copy(
+        env.store.join(format!("manifests/{}.json", gone.id)),
+        &conflict,
+    )
+    .unwrap();
+    let seeds = env.store.join("context-fold").join(&gone.id);
+    assert!(seeds.join("seed-index.jsonl").is_file());
+
+    let before = Env::snapshot(&env.store);
+    let run = env.run("ctxfold", ["rm", &gone.id]).ok();
+    assert_eq!(
+        run.stdout_text(),
+        format!(
+            "would remove {}: manifest, 1 generation, 1 conflict, seed index\n",
+            gone.id
+        )
+    );
+    assert!(run.stderr.contains("dry run"), "{}", run.stderr);
+    assert_eq!(Env::snapshot(&env.store), before);
+
+    let run = env
+        .run(
+            "ctxfold",
+            ["rm", "--apply", "--json", &gone.id, "no-such-session"],
+        )
+        .fails(1);
+    let line = &json_lines(&run.stdout)[0];
+    assert_eq!(line["removed"], true);
+    assert_eq!(line["generations"], 1);
+    assert!(
+        run.stderr.contains("no folded session \"no-such-session\""),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("ctxfold gc --apply"), "{}", run.stderr);
+    assert!(
+        !env.store
+            .join(format!("manifests/{}.json", gone.id))
+            .exists()
+    );
+    assert!(
+        !env.store
+            .join("manifests/generations")
+            .join(&gone.id)
+            .exists()
+    );
+    assert!(!conflict.exists() && !seeds.exists());
+    let listed = env.run("ctxfold", ["ls"]).ok().stdout_text();
+    assert!(!listed.contains(&gone.id), "{listed}");
+    env.run("ctxfold", ["restore", &gone.id, "--to", "x"])
+        .fails(1);
+
+    // Its objects are unreferenced now, and gc removes them; every other session still restores.
+    let fsck = env.run("ctxfold", ["fsck"]).ok().stdout_text();
+    assert!(!fsck.contains(" 0 unreferenced"), "{fsck}");
+    env.run("ctxfold", ["gc", "--apply", "--prune=now"]).ok();
+    let fsck = env.run("ctxfold", ["fsck", "--full"]).ok().stdout_text();
+    assert!(fsck.starts_with("0 problems, 0 unreferenced"), "{fsck}");
+    for placed in homes.sessions.iter().filter(|s| s.id != gone.id) {
+        let run = env.run("ctxfold-cat-manifest", [&placed.id]).ok();
+        assert!(run.stdout == placed.bytes, "{} differs", placed.id);
+    }
+    // Its source is never touched.
+    assert!(gone.path.exists());
+    env.run("ctxfold", ["rm", "../x"])
+        .fails(2)
+        .one_line_error("unsafe session id");
+}
