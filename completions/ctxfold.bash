@@ -88,6 +88,9 @@ _ctxfold() {
             ctxfold,verify-span)
                 cmd="ctxfold__subcmd__verify__subcmd__span"
                 ;;
+            ctxfold,version)
+                cmd="ctxfold__subcmd__version"
+                ;;
             ctxfold,write-manifest)
                 cmd="ctxfold__subcmd__write__subcmd__manifest"
                 ;;
@@ -107,7 +110,7 @@ _ctxfold() {
 
     case "${cmd}" in
         ctxfold)
-            opts="-h -V --exec-path --help --version help hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span train-dict fold restore materialize ls status stats fsck gc remote sync clone seeds recall"
+            opts="-h -V --exec-path --help --version hash-object cat-object split write-manifest cat-manifest list-sessions mirror extract-seeds read-seeds verify-span train-dict fold restore materialize ls status stats fsck gc remote sync clone seeds recall help version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -128,7 +131,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__cat__subcmd__manifest)
-            opts="-h -V --manifest --store --help --version"
+            opts="-V --manifest --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -164,7 +167,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__cat__subcmd__object)
-            opts="-p -s -e -h -V --batch --batch-check --store --help --version"
+            opts="-p -s -e -V --batch --batch-check --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,7 +188,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__clone)
-            opts="-q -v -h -V --json --git --quiet --verbose --store --help --version"
+            opts="-q -v -V --json --git --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -213,7 +216,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__extract__subcmd__seeds)
-            opts="-h -V --session --final --through --trigger --seq --tokens --context-window --store --help --version"
+            opts="-V --session --final --through --trigger --seq --tokens --context-window --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -258,7 +261,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__fold)
-            opts="-q -v -h -V --apply --overwrite --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --quiet --verbose --store --help --version"
+            opts="-q -v -V --apply --overwrite --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -303,7 +306,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__fsck)
-            opts="-q -v -h -V --full --quiet --verbose --store --help --version"
+            opts="-q -v -V --full --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -324,7 +327,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__gc)
-            opts="-q -v -h -V --apply --prune --quiet --verbose --store --help --version"
+            opts="-q -v -V --apply --prune --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -349,7 +352,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__hash__subcmd__object)
-            opts="-w -h -V --stdin --stdin-paths --level --store --help --version"
+            opts="-w -V --stdin --stdin-paths --level --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -374,7 +377,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__help)
-            opts="-a -h --all --help"
+            opts="-a -V --all --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -388,7 +391,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__list__subcmd__sessions)
-            opts="-h -V --help --version"
+            opts="-V --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -402,7 +405,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__ls)
-            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
+            opts="-q -v -V --json --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -423,7 +426,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__mirror)
-            opts="-h -V --git --store --help --version"
+            opts="-V --git --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -451,7 +454,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__read__subcmd__seeds)
-            opts="-h -V --pi-session --session --store --help --version"
+            opts="-V --pi-session --session --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -491,7 +494,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__recall)
-            opts="-F -i -l -q -v -h -V --session --field --fixed-strings --ignore-case --list --json --quiet --verbose --store --help --version"
+            opts="-F -i -l -q -v -V --session --field --fixed-strings --ignore-case --list --json --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -520,7 +523,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote)
-            opts="-h -V --help --version add remove list"
+            opts="-V --version add remove list"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -534,7 +537,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote__subcmd__add)
-            opts="-h --git --store --help"
+            opts="--git --store"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -562,7 +565,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote__subcmd__list)
-            opts="-h --json --git --store --help"
+            opts="--json --git --store"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,7 +593,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote__subcmd__remove)
-            opts="-h --git --store --help"
+            opts="--git --store"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -618,7 +621,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__restore)
-            opts="-q -v -h -V --to --overwrite --quiet --verbose --store --help --version"
+            opts="-q -v -V --to --overwrite --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -654,7 +657,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__seeds)
-            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
+            opts="-q -v -V --json --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -675,7 +678,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__split)
-            opts="-h -V --write --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --store --help --version"
+            opts="-V --write --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -720,7 +723,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__stats)
-            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
+            opts="-q -v -V --json --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -741,7 +744,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__status)
-            opts="-q -v -h -V --json --quiet --verbose --store --help --version"
+            opts="-q -v -V --json --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -762,7 +765,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__sync)
-            opts="-q -v -h -V --json --git --quiet --verbose --store --help --version"
+            opts="-q -v -V --json --git --quiet --verbose --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -790,7 +793,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__train__subcmd__dict)
-            opts="-h -V --max-size --sample-bytes --max-object-bytes --no-use --use --store --help --version"
+            opts="-V --max-size --sample-bytes --max-object-bytes --no-use --use --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -827,7 +830,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__verify__subcmd__span)
-            opts="-h -V --batch --sha256 --session --store --help --version"
+            opts="-V --batch --sha256 --session --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -855,8 +858,22 @@ _ctxfold() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ctxfold__subcmd__version)
+            opts="-V --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ctxfold__subcmd__write__subcmd__manifest)
-            opts="-h -V --session-id --source --title --cwd --rollout-path --archived --overwrite --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --store --help --version"
+            opts="-V --session-id --source --title --cwd --rollout-path --archived --overwrite --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --store --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

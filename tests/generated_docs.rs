@@ -42,12 +42,12 @@ fn check(dir: &str, files: Vec<(String, Vec<u8>)>) {
 
 #[test]
 fn man_pages_match_the_clap_definitions() {
-    check("man", ctxfold::cli::docs::man_pages());
+    check("man/man1", ctxfold::commands::docs::man_pages());
 }
 
 #[test]
 fn completions_match_the_clap_definitions() {
-    check("completions", ctxfold::cli::docs::completions());
+    check("completions", ctxfold::commands::docs::completions());
 }
 
 #[test]
@@ -55,7 +55,8 @@ fn every_plumbing_binary_has_a_source_a_page_and_completions() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for spec in ctxfold::commands::registry() {
         assert!(
-            root.join(format!("man/ctxfold-{}.1", spec.name)).exists(),
+            root.join(format!("man/man1/ctxfold-{}.1", spec.name))
+                .exists(),
             "{} has no man page",
             spec.name
         );

@@ -1,12 +1,12 @@
 //! What every command shares: the writers it is handed, the registry of commands, the store option,
 //! and the one function that turns a command's result into output on stderr and an exit code.
 
-pub mod docs;
+pub mod exec_path;
 pub mod human;
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgMatches, Parser};
@@ -33,6 +33,7 @@ pub struct Io<'a> {
     program: String,
     verbosity: Verbosity,
     err_is_terminal: bool,
+    out_is_terminal: bool,
 }
 
 impl<'a> Io<'a> {
@@ -50,6 +51,7 @@ impl<'a> Io<'a> {
             program: program.into(),
             verbosity: Verbosity::Normal,
             err_is_terminal,
+            out_is_terminal: false,
         }
     }
 
@@ -58,8 +60,18 @@ impl<'a> Io<'a> {
         self
     }
 
+    /// Say that stdout is a terminal (a person reads it, so a manual page may open in `man`).
+    pub fn with_out_terminal(mut self, out_is_terminal: bool) -> Self {
+        self.out_is_terminal = out_is_terminal;
+        self
+    }
+
     pub fn verbosity(&self) -> Verbosity {
         self.verbosity
+    }
+
+    pub fn out_is_terminal(&self) -> bool {
+        self.out_is_terminal
     }
 
     /// A line of data on stdout.
@@ -147,6 +159,32 @@ impl Spec {
             .map(|a| a.to_string())
             .unwrap_or_default()
     }
+
+    /// Its name and its aliases (`restore`, `materialize`).
+    pub fn names(&self) -> Vec<String> {
+        let mut names = vec![self.name.clone()];
+        names.extend((self.command)().get_all_aliases().map(str::to_string));
+        names
+    }
+
+    /// How people run it: `ctxfold fold` for porcelain, `ctxfold-split` for plumbing.
+    pub fn invocation(&self) -> String {
+        match self.level {
+            Level::Porcelain => format!("ctxfold {}", self.name),
+            Level::Plumbing => format!("ctxfold-{}", self.name),
+        }
+    }
+
+    /// The command as its manual page and `ctxfold help` show it: named `ctxfold-<name>`, its
+    /// usage spelled as it is run (`ctxfold fold`, never a `ctxfold-fold` that does not exist).
+    pub fn page(&self) -> clap::Command {
+        (self.command)().bin_name(self.invocation())
+    }
+
+    /// The command as a subcommand of `ctxfold` (`ctxfold-split` → `split`).
+    pub fn subcommand(&self) -> clap::Command {
+        (self.command)().name(&self.name)
+    }
 }
 
 fn run_matches<C: Command>(matches: &ArgMatches, io: &mut Io<'_>) -> Result<Status> {
@@ -218,15 +256,22 @@ pub fn main<C: Command>() -> ExitCode {
 }
 
 /// Parse `args` with `command`, run, and turn the outcome into stderr text and an exit code.
+///
+/// `args[0]` names the program as the user ran it, which prefixes every message and clap's usage
+/// lines: `ctxfold-split` run directly, `ctxfold split` when the dispatcher runs it.
 pub fn run_process(
     args: Vec<OsString>,
     command: clap::Command,
     run: fn(&ArgMatches, &mut Io<'_>) -> Result<Status>,
 ) -> ExitCode {
-    let program = command
-        .get_bin_name()
-        .unwrap_or(command.get_name())
-        .to_string();
+    let program = args
+        .first()
+        .and_then(|arg0| Path::new(arg0).file_name())
+        .map_or_else(
+            || command.get_name().to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        );
+    let command = command.bin_name(&program).display_name(&program);
     let matches = match command.try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => return clap_exit(&program, e),
@@ -239,7 +284,8 @@ pub fn run_process(
     let err_is_terminal = err.is_terminal();
     let verbosity = verbosity(&matches);
     let mut io = Io::new(&mut out, &mut err, &mut stdin, &program, err_is_terminal)
-        .with_verbosity(verbosity);
+        .with_verbosity(verbosity)
+        .with_out_terminal(stdout.is_terminal());
     let result = run(&matches, &mut io);
     drop(io);
     // Flush what was written even after a failure; only a successful run reports a failed flush.
@@ -262,7 +308,7 @@ fn verbosity(matches: &ArgMatches) -> Verbosity {
 
 /// clap's own errors in the tool's style: `<program>: error: …` (then clap's usage lines), exit 2;
 /// `--help` and `--version` on stdout, exit 0.
-fn clap_exit(program: &str, e: clap::Error) -> ExitCode {
+pub fn clap_exit(program: &str, e: clap::Error) -> ExitCode {
     if !e.use_stderr() {
         let _ = e.print();
         return ExitCode::SUCCESS;
