@@ -261,7 +261,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__fold)
-            opts="-q -v -V --apply --overwrite --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --quiet --verbose --store --version"
+            opts="-q -v -V --apply --overwrite --remove-source --allow-active --no-seeds --json --field-threshold --max-json-line-bytes --cdc-min-bytes --cdc-average-bytes --cdc-max-bytes --level --quiet --verbose --store --dry-run --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -327,7 +327,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__gc)
-            opts="-q -v -V --apply --prune --quiet --verbose --store --version"
+            opts="-q -v -V --apply --prune --quiet --verbose --store --dry-run --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -523,12 +523,26 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote)
-            opts="-V --version add remove list"
+            opts="-q -v -V --git --quiet --verbose --store --version add remove list"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --git)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -537,7 +551,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote__subcmd__add)
-            opts="--git --store"
+            opts="-q -v --git --quiet --verbose --store"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -565,7 +579,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote__subcmd__list)
-            opts="--json --git --store"
+            opts="-q -v --json --git --quiet --verbose --store"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -593,7 +607,7 @@ _ctxfold() {
             return 0
             ;;
         ctxfold__subcmd__remote__subcmd__remove)
-            opts="--git --store"
+            opts="-q -v --git --quiet --verbose --store"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

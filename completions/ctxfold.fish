@@ -137,6 +137,7 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l no-seeds -d 'Do
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l json -d 'One JSON object per session, then one with the totals (JSON Lines)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -l dry-run -d 'Change nothing, only report (the default without --apply)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand fold" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l to -d 'Where to write it [default: the manifest\'s rollout_path]' -r -F
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand restore" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
@@ -175,18 +176,29 @@ complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l store -d 'The sto
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l apply -d 'Remove (without it, list what would be removed)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -l dry-run -d 'Change nothing, only report (the default without --apply)'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand gc" -s V -l version -d 'Print version'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -s V -l version -d 'Print version'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "add" -d 'Add a remote'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "remove" -d 'Remove a remote'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and not __fish_seen_subcommand_from add remove list" -f -a "list" -d 'List the remotes: name, a tab, URL (with --json, JSON Lines {"name","url"})'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from add" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from add" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from add" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from add" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from remove" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from remove" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from remove" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from remove" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -l json -d 'JSON Lines'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Say nothing on stderr but warnings and errors'
+complete -c ctxfold -n "__fish_ctxfold_using_subcommand remote; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Say more on stderr: the items behind each summary line'
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l git -d 'The mirror repository [default: <store>/mirror.git]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l store -d 'The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]' -r -f -a "(__fish_complete_directories)"
 complete -c ctxfold -n "__fish_ctxfold_using_subcommand sync" -l json -d 'One JSON object instead of text'

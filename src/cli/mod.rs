@@ -193,21 +193,34 @@ fn run_matches<C: Command>(matches: &ArgMatches, io: &mut Io<'_>) -> Result<Stat
 }
 
 /// `-q/--quiet` and `-v/--verbose`, shared by the porcelain commands (read by [`run_process`]).
+/// Global, so a command with actions takes them after its action too (`remote add -q …`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct TalkArgs {
     /// Say nothing on stderr but warnings and errors
-    #[arg(short, long, conflicts_with = "verbose")]
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
     /// Say more on stderr: the items behind each summary line
-    #[arg(short, long)]
+    #[arg(short, long, global = true)]
     pub verbose: bool,
 }
 
-/// `--store DIR`, shared by every command that reads or writes a store.
+/// `--dry-run`, for a command that is a dry run unless `--apply`: people bring the flag from git,
+/// rsync and restic, and it only says what the command does anyway. No field reads it; clap
+/// refuses it together with `--apply`. Added with `#[command(arg = crate::cli::dry_run())]`.
+pub fn dry_run() -> clap::Arg {
+    clap::Arg::new("dry-run")
+        .long("dry-run")
+        .action(clap::ArgAction::SetTrue)
+        .conflicts_with("apply")
+        .help("Change nothing, only report (the default without --apply)")
+}
+
+/// `--store DIR`, shared by every command that reads or writes a store. Global, so a command with
+/// actions takes it after its action too (`remote add NAME URL --store DIR`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
     /// The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    #[arg(long, global = true, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub store: Option<PathBuf>,
 }
 
