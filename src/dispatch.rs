@@ -17,6 +17,7 @@ const PROGRAM: &str = "ctxfold";
 
 /// Run the dispatcher with the process's arguments.
 pub fn main() -> ExitCode {
+    cli::complete::answer(commands::dispatcher_with_commands);
     match dispatch(std::env::args_os().collect()) {
         Ok(code) => code,
         Err(e) => cli::exit_for(PROGRAM, Err(e)),

@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
+use ctxfold::commands::docs::{self, Shell};
+
 fn check(dir: &str, files: Vec<(String, Vec<u8>)>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let regenerate = std::env::var_os("CTXFOLD_REGENERATE").is_some();
@@ -42,12 +44,17 @@ fn check(dir: &str, files: Vec<(String, Vec<u8>)>) {
 
 #[test]
 fn man_pages_match_the_clap_definitions() {
-    check("man/man1", ctxfold::commands::docs::man_pages());
+    check("man/man1", docs::man_pages());
 }
 
 #[test]
 fn completions_match_the_clap_definitions() {
-    check("completions", ctxfold::commands::docs::completions());
+    for shell in Shell::ALL {
+        check(
+            &format!("completions/{}", shell.name()),
+            docs::completions(shell),
+        );
+    }
 }
 
 #[test]
@@ -67,7 +74,7 @@ fn every_plumbing_binary_has_a_source_a_page_and_completions() {
                 spec.name
             );
             assert!(
-                root.join(format!("completions/ctxfold-{}.bash", spec.name))
+                root.join(format!("completions/bash/ctxfold-{}", spec.name))
                     .exists()
             );
         }

@@ -1,6 +1,7 @@
 //! What every command shares: the writers it is handed, the registry of commands, the store option,
 //! and the one function that turns a command's result into output on stderr and an exit code.
 
+pub mod complete;
 pub mod exec_path;
 pub mod human;
 
@@ -229,19 +230,11 @@ impl StoreArgs {
         if let Some(dir) = &self.store {
             return Ok(dir.clone());
         }
-        let env = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        if let Some(dir) = env("CTXFOLD_STORE") {
+        if let Some(dir) = env_path("CTXFOLD_STORE") {
             return Ok(dir);
         }
-        if let Some(data) = env("XDG_DATA_HOME") {
-            return Ok(data.join("ctxfold"));
-        }
-        match env("HOME") {
-            Some(home) => Ok(home.join(".local/share/ctxfold")),
+        match data_home() {
+            Some(data) => Ok(data.join("ctxfold")),
             None => Err(Error::usage(
                 "no store: pass --store or set CTXFOLD_STORE or HOME",
             )),
@@ -259,8 +252,22 @@ impl StoreArgs {
     }
 }
 
-/// `main` of a plumbing binary: parse, run against the process's streams, report, exit.
+/// The user's data directory: `$XDG_DATA_HOME`, else `~/.local/share`.
+pub fn data_home() -> Option<PathBuf> {
+    env_path("XDG_DATA_HOME").or_else(|| env_path("HOME").map(|home| home.join(".local/share")))
+}
+
+/// A path from the environment; unset and empty are the same.
+pub fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `main` of a plumbing binary: answer shell completion, or parse, run against the process's
+/// streams, report, exit.
 pub fn main<C: Command>() -> ExitCode {
+    complete::answer(C::command);
     run_process(
         std::env::args_os().collect(),
         C::command(),

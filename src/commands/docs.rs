@@ -1,9 +1,13 @@
 //! Man pages and shell completion scripts, rendered from the registry's clap definitions.
 //!
-//! The repository keeps them under `man/man1/` (so `MANPATH` can point at `man/`) and
-//! `completions/`; `tests/generated_docs.rs` fails when those files drift from what this renders.
+//! The repository keeps them laid out as they install, `man/man1/` (so `MANPATH` can point at
+//! `man/`) and `completions/<shell>/`; `tests/generated_docs.rs` fails when those files drift from
+//! what this renders. `ctxfold install-docs` writes the same files where man and the shells look,
+//! and `ctxfold completions` prints the scripts.
 
-use clap_complete::Shell;
+use std::io::Write;
+
+use clap_complete::env::EnvCompleter;
 use clap_mangen::Man;
 
 use super::{dispatcher_with_commands, registry};
@@ -80,31 +84,81 @@ fn roff_text(text: &str) -> String {
         .join("\n")
 }
 
-/// Every completion script: `(file name, script)` for bash, zsh and fish, for `ctxfold` and for
-/// each plumbing binary (which people also call directly).
-pub fn completions() -> Vec<(String, Vec<u8>)> {
-    let mut commands = vec![dispatcher_with_commands()];
-    commands.extend(
+/// The shells ctxfold completes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl Shell {
+    pub const ALL: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shell::Bash => "bash",
+            Shell::Zsh => "zsh",
+            Shell::Fish => "fish",
+        }
+    }
+
+    /// The file each shell loads the script of `program` from, on demand: bash-completion's
+    /// `completions/<program>`, zsh's `_<program>` on `$fpath`, fish's `<program>.fish`.
+    pub fn file_name(self, program: &str) -> String {
+        match self {
+            Shell::Bash => program.to_string(),
+            Shell::Zsh => format!("_{program}"),
+            Shell::Fish => format!("{program}.fish"),
+        }
+    }
+
+    /// The completion script of `program` (`ctxfold` or a plumbing binary): clap_complete's
+    /// dynamic registration, so the shell asks `program` itself for the candidates as you type
+    /// (session ids after `restore`, command names after `help`, files where a path goes).
+    pub fn script(self, program: &str) -> Vec<u8> {
+        let completer: &dyn EnvCompleter = match self {
+            Shell::Bash => &clap_complete::env::Bash,
+            Shell::Zsh => &clap_complete::env::Zsh,
+            Shell::Fish => &clap_complete::env::Fish,
+        };
+        let mut script = Vec::new();
+        completer
+            .write_registration("COMPLETE", program, program, program, &mut script)
+            .expect("render to memory");
+        if self == Shell::Zsh {
+            // Autoloaded from $fpath, the file is the completion function `_<program>` itself, and
+            // clap's script only registers the real completer: without this line the first TAB
+            // of every shell would complete nothing.
+            let function = program.replace('-', "_");
+            writeln!(
+                script,
+                "[[ ${{funcstack[1]}} = _{program} ]] && _clap_dynamic_completer_{function} \"$@\""
+            )
+            .expect("render to memory");
+        }
+        script
+    }
+}
+
+/// Every program people complete: `ctxfold`, and each plumbing binary (also run directly).
+pub fn programs() -> Vec<String> {
+    let mut programs = vec!["ctxfold".to_string()];
+    programs.extend(
         registry()
             .iter()
             .filter(|s| s.level == Level::Plumbing)
-            .map(|s| (s.command)()),
+            .map(|s| s.invocation()),
     );
-    let mut files = Vec::new();
-    for cmd in commands {
-        let name = cmd.get_name().to_string();
-        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut cmd.clone(), &name, &mut script);
-            let file = match shell {
-                Shell::Bash => format!("{name}.bash"),
-                Shell::Zsh => format!("_{name}"),
-                _ => format!("{name}.fish"),
-            };
-            files.push((file, script));
-        }
-    }
-    files
+    programs
+}
+
+/// Every completion script of `shell`: `(file name, script)`.
+pub fn completions(shell: Shell) -> Vec<(String, Vec<u8>)> {
+    programs()
+        .iter()
+        .map(|program| (shell.file_name(program), shell.script(program)))
+        .collect()
 }
 
 #[cfg(test)]

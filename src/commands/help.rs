@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use clap_complete::{ArgValueCandidates, CompletionCandidate};
+
 use super::{dispatcher, dispatcher_with_commands, docs, find, registry};
 use crate::cli::exec_path::{ExecPath, search_path};
 use crate::cli::{Command, EXIT_STATUS, Io, Level, Status};
@@ -20,7 +22,7 @@ pub struct HelpArgs {
     #[arg(short, long)]
     pub all: bool,
     /// The command whose manual to show
-    #[arg(value_name = "COMMAND")]
+    #[arg(value_name = "COMMAND", add = ArgValueCandidates::new(command_names))]
     pub command: Option<String>,
 }
 
@@ -101,6 +103,21 @@ fn every_command_name() -> Vec<String> {
     names.sort();
     names.dedup();
     names
+}
+
+/// `help <TAB>`: every command, with its summary where the registry has one.
+fn command_names() -> Vec<CompletionCandidate> {
+    let summaries: Vec<(String, String)> = registry()
+        .iter()
+        .map(|s| (s.name.clone(), s.summary()))
+        .collect();
+    every_command_name()
+        .into_iter()
+        .map(|name| {
+            let summary = summaries.iter().find(|(n, _)| *n == name);
+            CompletionCandidate::new(&name).help(summary.map(|(_, s)| s.clone().into()))
+        })
+        .collect()
 }
 
 /// Show the page with `man` when it is installed; false when it is not.

@@ -4,6 +4,7 @@
 
 pub mod cat_manifest;
 pub mod cat_object;
+pub mod completions;
 pub mod docs;
 pub mod extract_seeds;
 pub mod fold;
@@ -11,6 +12,7 @@ pub mod fsck;
 pub mod gc;
 pub mod hash_object;
 pub mod help;
+pub mod install_docs;
 pub mod list_sessions;
 pub mod ls;
 pub mod mirror;
@@ -64,6 +66,8 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<recall::RecallArgs>(Level::Porcelain),
         Spec::of::<help::HelpArgs>(Level::Porcelain),
         Spec::of::<version::VersionArgs>(Level::Porcelain),
+        Spec::of::<completions::CompletionsArgs>(Level::Porcelain),
+        Spec::of::<install_docs::InstallDocsArgs>(Level::Porcelain),
     ]
 }
 

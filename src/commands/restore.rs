@@ -17,7 +17,7 @@ use crate::store::reconstruct::restore_file;
 #[command(name = "ctxfold-restore", version, visible_alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]
 pub struct RestoreArgs {
     /// The folded session's id
-    #[arg(value_name = "SESSION")]
+    #[arg(value_name = "SESSION", add = crate::cli::complete::session_ids())]
     pub session: String,
     /// Where to write it [default: the manifest's rollout_path]
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]

@@ -137,7 +137,12 @@ impl Env {
 
     /// A command for `program` (`ctxfold` or `ctxfold-<name>`) in the hermetic environment.
     pub fn command(&self, program: &str) -> Command {
-        let mut cmd = Command::new(bin_dir().join(program));
+        self.command_for(bin_dir().join(program))
+    }
+
+    /// A command for any program (`sh`, `man`) in the hermetic environment.
+    pub fn command_for(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("HOME", &self.home)
             .env("TZ", "UTC")
@@ -166,8 +171,13 @@ impl Env {
         S: AsRef<OsStr>,
     {
         let mut cmd = self.command(program);
-        cmd.args(args)
-            .stdin(Stdio::piped())
+        cmd.args(args);
+        Self::output(cmd, stdin)
+    }
+
+    /// Run `cmd` (from [`Env::command`] or [`Env::command_for`]) with `stdin` to its end.
+    pub fn output(mut cmd: Command, stdin: &[u8]) -> Run {
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn");
