@@ -47,15 +47,10 @@ impl Command for InstallDocsArgs {
         install(io, "man pages", &man, docs::man_pages())?;
         for shell in Shell::ALL {
             let dir = match shell {
-                Shell::Bash => self
-                    .prefix
-                    .is_none()
-                    .then(|| env_path("BASH_COMPLETION_USER_DIR"))
-                    .flatten()
-                    .map_or_else(
-                        || data.join("bash-completion/completions"),
-                        |dir| dir.join("completions"),
-                    ),
+                Shell::Bash => match env_path("BASH_COMPLETION_USER_DIR") {
+                    Some(dir) if self.prefix.is_none() => dir.join("completions"),
+                    _ => data.join("bash-completion/completions"),
+                },
                 Shell::Zsh => data.join("zsh/site-functions"),
                 Shell::Fish => data.join("fish/vendor_completions.d"),
             };
