@@ -80,3 +80,25 @@ fn every_plumbing_binary_has_a_source_a_page_and_completions() {
         }
     }
 }
+
+#[test]
+fn every_man_page_and_long_help_carries_the_exit_status_table() {
+    for (name, roff) in docs::man_pages() {
+        let roff = String::from_utf8(roff).unwrap();
+        let table = &roff[roff.find(".SH \"EXIT STATUS\"").expect(&name)..];
+        for code in 0..=5 {
+            assert!(table.contains(&format!(".TP\n{code}\n")), "{name}: {table}");
+        }
+    }
+    for spec in ctxfold::commands::registry() {
+        let help = (spec.command)()
+            .get_after_long_help()
+            .map(|h| h.to_string());
+        assert_eq!(
+            help.as_deref(),
+            Some(ctxfold::cli::EXIT_STATUS),
+            "{}",
+            spec.name
+        );
+    }
+}
