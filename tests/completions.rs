@@ -93,7 +93,7 @@ fn share(env: &Env) -> PathBuf {
 
 /// `script` in `shell`, or None (and a note) where that shell is not installed. bash always is.
 fn in_shell(env: &Env, shell: &str, args: &[&str], script: &str) -> Option<String> {
-    if shell != "bash" && !on_path(shell) {
+    if shell != "bash" && common::which(shell).is_none() {
         eprintln!("{shell} is not installed: its completion was checked through the protocol only");
         return None;
     }
@@ -107,11 +107,6 @@ fn in_shell(env: &Env, shell: &str, args: &[&str], script: &str) -> Option<Strin
         ),
     );
     Some(Env::output(cmd, b"").ok().stdout_text())
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|dir| dir.join(program).is_file())
 }
 
 #[test]

@@ -118,7 +118,7 @@ fn man_finds_the_installed_pages_and_reads_them_as_roff() {
         roff.contains(".TH ctxfold-fold 1") && roff.contains(".SH SYNOPSIS\n\\fBctxfold fold\\fR"),
         "not clap_mangen's roff for `ctxfold fold`: {roff}"
     );
-    let Some(man) = which("man") else {
+    let Some(man) = common::which("man") else {
         eprintln!("man is not installed: checked the page's roff only");
         return;
     };
@@ -193,10 +193,4 @@ fn quiet_says_nothing_and_verbose_names_every_file() {
         "{}",
         verbose.stderr
     );
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
 }

@@ -81,6 +81,13 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// `program` on the test's own `$PATH` (`man`, `zsh`), if installed.
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
 /// The real session fixtures (read in place, never copied into the project).
 pub fn fixtures_dir() -> PathBuf {
     let dir = std::env::var_os("CTXFOLD_FIXTURES")
