@@ -64,11 +64,154 @@ fn unknown_commands_get_did_you_mean() {
     env.run("ctxfold", ["zzzzzz"])
         .fails(2)
         .one_line_error("'zzzzzz' is not a ctxfold command");
-    env.run("ctxfold", ["--bogus"])
-        .fails(2)
-        .one_line_error("unknown option --bogus");
     let bare = env.run("ctxfold", Vec::<&str>::new()).fails(2);
-    assert!(bare.stderr.contains("usage: ctxfold"));
+    assert!(
+        bare.stderr
+            .starts_with("Usage: ctxfold [--exec-path[=DIR]] <COMMAND> [<ARGS>]"),
+        "{}",
+        bare.stderr
+    );
+}
+
+/// The first line of stderr for each way ctxfold can fail: the dispatcher's own options, an
+/// unknown command, a porcelain command, plumbing run through the dispatcher and directly, a
+/// program the dispatcher cannot run.
+#[test]
+fn every_error_names_the_program_as_it_was_run() {
+    let mut env = Env::new();
+    let bin = env.path("bin");
+    fs::create_dir_all(&bin).unwrap();
+    // A script whose interpreter cannot be executed: exec itself fails (EACCES).
+    let interpreter = env.path("not-executable");
+    fs::write(&interpreter, "").unwrap();
+    let broken = bin.join("ctxfold-broken");
+    fs::write(&broken, format!("#!{}\n", interpreter.display())).unwrap();
+    fs::set_permissions(&broken, fs::Permissions::from_mode(0o755)).unwrap();
+    env.set(
+        "PATH",
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+    );
+    let missing = "0".repeat(64);
+    let cases: [(&str, &[&str], i32, &str); 9] = [
+        (
+            "ctxfold",
+            &["--bogus"],
+            2,
+            "ctxfold: error: unexpected argument '--bogus' found",
+        ),
+        (
+            "ctxfold",
+            &["restor"],
+            2,
+            "ctxfold: error: 'restor' is not a ctxfold command",
+        ),
+        (
+            "ctxfold",
+            &["fold", "--bogus"],
+            2,
+            "ctxfold fold: error: unexpected argument '--bogus'",
+        ),
+        (
+            "ctxfold",
+            &["restore", "nope"],
+            1,
+            "ctxfold restore: error: ",
+        ),
+        (
+            "ctxfold",
+            &["help", "nonsense"],
+            2,
+            "ctxfold help: error: 'nonsense' is not a ctxfold command",
+        ),
+        (
+            "ctxfold",
+            &["split", "--bogus"],
+            2,
+            "ctxfold split: error: unexpected argument '--bogus'",
+        ),
+        (
+            "ctxfold",
+            &["cat-object", "-p", &missing],
+            1,
+            "ctxfold cat-object: error: ",
+        ),
+        (
+            "ctxfold-cat-object",
+            &["-p", &missing],
+            1,
+            "ctxfold-cat-object: error: ",
+        ),
+        ("ctxfold", &["broken"], 5, "ctxfold: error: run "),
+    ];
+    for (program, args, code, first_line) in cases {
+        let run = env.run(program, args).fails(code);
+        assert!(
+            run.stderr.starts_with(first_line),
+            "{program} {args:?}: {}",
+            run.stderr
+        );
+    }
+    // And usage lines spell the command as it was run.
+    let run = env.run("ctxfold", ["split", "--bogus"]).fails(2);
+    assert!(
+        run.stderr.contains("Usage: ctxfold split [OPTIONS] <FILE>"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn version_is_a_command_and_an_option_of_every_program() {
+    let env = Env::new();
+    let version = format!("ctxfold {}\n", env!("CARGO_PKG_VERSION"));
+    for args in [&["version"][..], &["--version"], &["-V"]] {
+        assert_eq!(
+            env.run("ctxfold", args).ok().stdout_text(),
+            version,
+            "{args:?}"
+        );
+    }
+    let of = |program: &str, args: &[&str]| env.run(program, args).ok().stdout_text();
+    let v = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        of("ctxfold", &["fold", "--version"]),
+        format!("ctxfold fold {v}\n")
+    );
+    assert_eq!(
+        of("ctxfold", &["split", "--version"]),
+        format!("ctxfold split {v}\n")
+    );
+    assert_eq!(
+        of("ctxfold-split", &["--version"]),
+        format!("ctxfold-split {v}\n")
+    );
+}
+
+#[test]
+fn help_spells_usage_as_commands_are_run() {
+    let env = Env::new();
+    let fold = env.run("ctxfold", ["help", "fold"]).ok().stdout_text();
+    assert!(fold.contains("Usage: ctxfold fold [OPTIONS]"), "{fold}");
+    assert!(!fold.contains("ctxfold-fold"), "{fold}");
+    // `--help COMMAND` is `help COMMAND`, as git's.
+    assert_eq!(
+        env.run("ctxfold", ["--help", "fold"]).ok().stdout_text(),
+        fold
+    );
+    assert_eq!(
+        env.run("ctxfold", ["-h"]).ok().stdout,
+        env.run("ctxfold", ["help"]).ok().stdout
+    );
+    let split = env.run("ctxfold", ["help", "split"]).ok().stdout_text();
+    assert!(
+        split.contains("Usage: ctxfold-split [OPTIONS] <FILE>"),
+        "{split}"
+    );
+    let page = env.run("ctxfold", ["help", "ctxfold"]).ok().stdout_text();
+    assert!(
+        page.contains("Usage: ctxfold [--exec-path[=DIR]] <COMMAND>"),
+        "{page}"
+    );
 }
 
 #[test]

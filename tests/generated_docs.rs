@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
+use ctxfold::commands::docs::{self, Shell};
+
 fn check(dir: &str, files: Vec<(String, Vec<u8>)>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let regenerate = std::env::var_os("CTXFOLD_REGENERATE").is_some();
@@ -42,12 +44,17 @@ fn check(dir: &str, files: Vec<(String, Vec<u8>)>) {
 
 #[test]
 fn man_pages_match_the_clap_definitions() {
-    check("man", ctxfold::cli::docs::man_pages());
+    check("man/man1", docs::man_pages());
 }
 
 #[test]
 fn completions_match_the_clap_definitions() {
-    check("completions", ctxfold::cli::docs::completions());
+    for shell in Shell::ALL {
+        check(
+            &format!("completions/{}", shell.name()),
+            docs::completions(shell),
+        );
+    }
 }
 
 #[test]
@@ -55,7 +62,8 @@ fn every_plumbing_binary_has_a_source_a_page_and_completions() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for spec in ctxfold::commands::registry() {
         assert!(
-            root.join(format!("man/ctxfold-{}.1", spec.name)).exists(),
+            root.join(format!("man/man1/ctxfold-{}.1", spec.name))
+                .exists(),
             "{} has no man page",
             spec.name
         );
@@ -66,9 +74,31 @@ fn every_plumbing_binary_has_a_source_a_page_and_completions() {
                 spec.name
             );
             assert!(
-                root.join(format!("completions/ctxfold-{}.bash", spec.name))
+                root.join(format!("completions/bash/ctxfold-{}", spec.name))
                     .exists()
             );
         }
+    }
+}
+
+#[test]
+fn every_man_page_and_long_help_carries_the_exit_status_table() {
+    for (name, roff) in docs::man_pages() {
+        let roff = String::from_utf8(roff).unwrap();
+        let table = &roff[roff.find(".SH \"EXIT STATUS\"").expect(&name)..];
+        for code in 0..=5 {
+            assert!(table.contains(&format!(".TP\n{code}\n")), "{name}: {table}");
+        }
+    }
+    for spec in ctxfold::commands::registry() {
+        let help = (spec.command)()
+            .get_after_long_help()
+            .map(|h| h.to_string());
+        assert_eq!(
+            help.as_deref(),
+            Some(ctxfold::cli::EXIT_STATUS),
+            "{}",
+            spec.name
+        );
     }
 }

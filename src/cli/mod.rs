@@ -1,12 +1,13 @@
 //! What every command shares: the writers it is handed, the registry of commands, the store option,
 //! and the one function that turns a command's result into output on stderr and an exit code.
 
-pub mod docs;
+pub mod complete;
+pub mod exec_path;
 pub mod human;
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgMatches, Parser};
@@ -33,6 +34,7 @@ pub struct Io<'a> {
     program: String,
     verbosity: Verbosity,
     err_is_terminal: bool,
+    out_is_terminal: bool,
 }
 
 impl<'a> Io<'a> {
@@ -50,11 +52,18 @@ impl<'a> Io<'a> {
             program: program.into(),
             verbosity: Verbosity::Normal,
             err_is_terminal,
+            out_is_terminal: false,
         }
     }
 
     pub fn with_verbosity(mut self, verbosity: Verbosity) -> Self {
         self.verbosity = verbosity;
+        self
+    }
+
+    /// Say that stdout is a terminal (a person reads it, so a manual page may open in `man`).
+    pub fn with_out_terminal(mut self, out_is_terminal: bool) -> Self {
+        self.out_is_terminal = out_is_terminal;
         self
     }
 
@@ -65,6 +74,10 @@ impl<'a> Io<'a> {
     /// The name talk is prefixed with (`ctxfold fold`).
     pub fn program(&self) -> &str {
         &self.program
+    }
+
+    pub fn out_is_terminal(&self) -> bool {
+        self.out_is_terminal
     }
 
     /// A line of data on stdout.
@@ -152,6 +165,32 @@ impl Spec {
             .map(|a| a.to_string())
             .unwrap_or_default()
     }
+
+    /// Its name and its aliases (`restore`, `materialize`).
+    pub fn names(&self) -> Vec<String> {
+        let mut names = vec![self.name.clone()];
+        names.extend((self.command)().get_all_aliases().map(str::to_string));
+        names
+    }
+
+    /// How people run it: `ctxfold fold` for porcelain, `ctxfold-split` for plumbing.
+    pub fn invocation(&self) -> String {
+        match self.level {
+            Level::Porcelain => format!("ctxfold {}", self.name),
+            Level::Plumbing => format!("ctxfold-{}", self.name),
+        }
+    }
+
+    /// The command as its manual page and `ctxfold help` show it: named `ctxfold-<name>`, its
+    /// usage spelled as it is run (`ctxfold fold`, never a `ctxfold-fold` that does not exist).
+    pub fn page(&self) -> clap::Command {
+        (self.command)().bin_name(self.invocation())
+    }
+
+    /// The command as a subcommand of `ctxfold` (`ctxfold-split` → `split`).
+    pub fn subcommand(&self) -> clap::Command {
+        (self.command)().name(&self.name)
+    }
 }
 
 fn run_matches<C: Command>(matches: &ArgMatches, io: &mut Io<'_>) -> Result<Status> {
@@ -160,21 +199,34 @@ fn run_matches<C: Command>(matches: &ArgMatches, io: &mut Io<'_>) -> Result<Stat
 }
 
 /// `-q/--quiet` and `-v/--verbose`, shared by the porcelain commands (read by [`run_process`]).
+/// Global, so a command with actions takes them after its action too (`remote add -q …`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct TalkArgs {
     /// Say nothing on stderr but warnings and errors
-    #[arg(short, long, conflicts_with = "verbose")]
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
     /// Say more on stderr: the items behind each summary line
-    #[arg(short, long)]
+    #[arg(short, long, global = true)]
     pub verbose: bool,
 }
 
-/// `--store DIR`, shared by every command that reads or writes a store.
+/// `--dry-run`, for a command that is a dry run unless `--apply`: people bring the flag from git,
+/// rsync and restic, and it only says what the command does anyway. No field reads it; clap
+/// refuses it together with `--apply`. Added with `#[command(arg = crate::cli::dry_run())]`.
+pub fn dry_run() -> clap::Arg {
+    clap::Arg::new("dry-run")
+        .long("dry-run")
+        .action(clap::ArgAction::SetTrue)
+        .conflicts_with("apply")
+        .help("Change nothing, only report (the default without --apply)")
+}
+
+/// `--store DIR`, shared by every command that reads or writes a store. Global, so a command with
+/// actions takes it after its action too (`remote add NAME URL --store DIR`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
     /// The store [default: $CTXFOLD_STORE, else $XDG_DATA_HOME/ctxfold, else ~/.local/share/ctxfold]
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    #[arg(long, global = true, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub store: Option<PathBuf>,
 }
 
@@ -183,19 +235,11 @@ impl StoreArgs {
         if let Some(dir) = &self.store {
             return Ok(dir.clone());
         }
-        let env = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        if let Some(dir) = env("CTXFOLD_STORE") {
+        if let Some(dir) = env_path("CTXFOLD_STORE") {
             return Ok(dir);
         }
-        if let Some(data) = env("XDG_DATA_HOME") {
-            return Ok(data.join("ctxfold"));
-        }
-        match env("HOME") {
-            Some(home) => Ok(home.join(".local/share/ctxfold")),
+        match data_home() {
+            Some(data) => Ok(data.join("ctxfold")),
             None => Err(Error::usage(
                 "no store: pass --store or set CTXFOLD_STORE or HOME",
             )),
@@ -213,8 +257,22 @@ impl StoreArgs {
     }
 }
 
-/// `main` of a plumbing binary: parse, run against the process's streams, report, exit.
+/// The user's data directory: `$XDG_DATA_HOME`, else `~/.local/share`.
+pub fn data_home() -> Option<PathBuf> {
+    env_path("XDG_DATA_HOME").or_else(|| env_path("HOME").map(|home| home.join(".local/share")))
+}
+
+/// A path from the environment; unset and empty are the same.
+pub fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `main` of a plumbing binary: answer shell completion, or parse, run against the process's
+/// streams, report, exit.
 pub fn main<C: Command>() -> ExitCode {
+    complete::answer(C::command);
     run_process(
         std::env::args_os().collect(),
         C::command(),
@@ -223,15 +281,22 @@ pub fn main<C: Command>() -> ExitCode {
 }
 
 /// Parse `args` with `command`, run, and turn the outcome into stderr text and an exit code.
+///
+/// `args[0]` names the program as the user ran it, which prefixes every message and clap's usage
+/// lines: `ctxfold-split` run directly, `ctxfold split` when the dispatcher runs it.
 pub fn run_process(
     args: Vec<OsString>,
     command: clap::Command,
     run: fn(&ArgMatches, &mut Io<'_>) -> Result<Status>,
 ) -> ExitCode {
-    let program = command
-        .get_bin_name()
-        .unwrap_or(command.get_name())
-        .to_string();
+    let program = args
+        .first()
+        .and_then(|arg0| Path::new(arg0).file_name())
+        .map_or_else(
+            || command.get_name().to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        );
+    let command = command.bin_name(&program).display_name(&program);
     let matches = match command.try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => return clap_exit(&program, e),
@@ -247,7 +312,8 @@ pub fn run_process(
     let err_is_terminal = err.is_terminal();
     let verbosity = verbosity(&matches);
     let mut io = Io::new(&mut out, &mut err, &mut stdin, &program, err_is_terminal)
-        .with_verbosity(verbosity);
+        .with_verbosity(verbosity)
+        .with_out_terminal(stdout.is_terminal());
     let result = run(&matches, &mut io);
     drop(io);
     // Flush what was written even after a failure; only a successful run reports a failed flush.
@@ -270,7 +336,7 @@ fn verbosity(matches: &ArgMatches) -> Verbosity {
 
 /// clap's own errors in the tool's style: `<program>: error: …` (then clap's usage lines), exit 2;
 /// `--help` and `--version` on stdout, exit 0.
-fn clap_exit(program: &str, e: clap::Error) -> ExitCode {
+pub fn clap_exit(program: &str, e: clap::Error) -> ExitCode {
     if !e.use_stderr() {
         let _ = e.print();
         return ExitCode::SUCCESS;

@@ -18,7 +18,7 @@ use crate::store::reconstruct::write_session;
 #[command(group = clap::ArgGroup::new("which").required(true).args(["session", "manifest"]))]
 pub struct CatManifestArgs {
     /// The folded session's id
-    #[arg(value_name = "SESSION")]
+    #[arg(value_name = "SESSION", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     /// Read this manifest file instead of the store's manifest for a session
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]

@@ -17,8 +17,7 @@ use crate::store::Store;
 #[command(
     name = "ctxfold-cat-object",
     version,
-    after_long_help = "0 on success; 1 when the object is missing (-p, -s, -e), corrupt, or on an error from the \
-system; 2 on bad usage. -e prints nothing and answers with its exit status alone."
+    after_long_help = crate::cli::EXIT_STATUS
 )]
 #[command(group = clap::ArgGroup::new("mode").required(true).args(["print", "size", "exists", "batch", "batch_check"]))]
 pub struct CatObjectArgs {
@@ -28,7 +27,8 @@ pub struct CatObjectArgs {
     /// Print the object's raw size in bytes
     #[arg(short = 's', requires = "object")]
     pub size: bool,
-    /// Exit 0 when the object exists and is intact, 1 otherwise; print nothing
+    /// Print nothing; exit 0 when the object exists and is intact, 1 when it is missing (a damaged
+    /// one is an error: exit 4)
     #[arg(short = 'e', requires = "object")]
     pub exists: bool,
     /// For each name on stdin print `<sha256> blob <size>`, the bytes, and a newline

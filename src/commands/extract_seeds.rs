@@ -75,7 +75,7 @@ pub struct ExtractSeedsArgs {
     #[arg(value_name = "LEDGER", value_hint = clap::ValueHint::FilePath)]
     pub ledger: Option<PathBuf>,
     /// Read the folded session with this id out of the store
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     /// Add a `compact` record over the whole active branch
     #[arg(long = "final")]

@@ -71,6 +71,7 @@ use crate::store::writer::WriteStats;
 /// (ctxfold-train-dict), which the manifest names. A progress bar shows on a terminal.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fold", version, after_long_help = crate::cli::EXIT_STATUS)]
+#[command(arg = crate::cli::dry_run())]
 pub struct FoldArgs {
     /// Session files and folders to fold [default: the Codex and Pi homes]
     #[arg(value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]

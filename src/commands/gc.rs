@@ -42,6 +42,7 @@ use crate::store::lock::Mode;
 /// restore ID@N --to FILE` saves one first).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-gc", version, after_long_help = crate::cli::EXIT_STATUS)]
+#[command(arg = crate::cli::dry_run())]
 pub struct GcArgs {
     /// Remove (without it, list what would be removed)
     #[arg(long)]

@@ -35,7 +35,7 @@ pub struct MirrorArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct GitArgs {
     /// The mirror repository [default: <store>/mirror.git]
-    #[arg(long = "git", value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    #[arg(long = "git", global = true, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub dir: Option<PathBuf>,
 }
 

@@ -1,13 +1,18 @@
 //! One module per command, each a clap definition plus `run`. The registry below is the single list
-//! that the dispatcher, `ctxfold help -a`, the man pages and the completions are built from.
+//! that the dispatcher, `ctxfold help -a`, the man pages and the completions are built from, and
+//! [`dispatcher`] is `ctxfold`'s own definition, which both parses its command line and documents it.
 
 pub mod cat_manifest;
 pub mod cat_object;
+pub mod completions;
+pub mod docs;
 pub mod extract_seeds;
 pub mod fold;
 pub mod fsck;
 pub mod gc;
 pub mod hash_object;
+pub mod help;
+pub mod install_docs;
 pub mod list_sessions;
 pub mod ls;
 pub mod mirror;
@@ -25,9 +30,15 @@ pub mod sync;
 pub mod train_dict;
 pub mod unpack;
 pub mod verify_span;
+pub mod version;
 pub mod write_manifest;
 
-use crate::cli::{Io, Level, Spec, Status};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::ArgAction;
+
+use crate::cli::{EXIT_STATUS, Io, Level, Spec, Status};
 use crate::segment::Settings;
 use crate::sources::Discovery;
 
@@ -60,7 +71,69 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<sync::CloneArgs>(Level::Porcelain),
         Spec::of::<seeds::SeedsArgs>(Level::Porcelain),
         Spec::of::<recall::RecallArgs>(Level::Porcelain),
+        Spec::of::<help::HelpArgs>(Level::Porcelain),
+        Spec::of::<version::VersionArgs>(Level::Porcelain),
+        Spec::of::<completions::CompletionsArgs>(Level::Porcelain),
+        Spec::of::<install_docs::InstallDocsArgs>(Level::Porcelain),
     ]
+}
+
+/// The registry entry called `name`, or with the alias `name` (`materialize`).
+pub fn find(name: &str) -> Option<Spec> {
+    registry()
+        .into_iter()
+        .find(|spec| spec.names().iter().any(|n| n == name))
+}
+
+/// `ctxfold` itself: its options, usage and manual. The dispatcher parses its command line with
+/// this: every command is an external subcommand to it, whose arguments the command parses itself
+/// (a porcelain command in-process, plumbing in its own binary), as git's commands do.
+pub fn dispatcher() -> clap::Command {
+    clap::Command::new("ctxfold")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Keep, shrink, search and sync the history of AI coding-agent sessions")
+        .long_about(
+            "ctxfold keeps Codex and Pi session transcripts in a deduplicating, content-addressed, \
+             zstd-compressed store from which every file comes back byte for byte.\n\n\
+             `ctxfold <command>` runs a porcelain command built into the dispatcher, or else executes \
+             `ctxfold-<command>` from the exec path: --exec-path=DIR or $CTXFOLD_EXEC_PATH, then \
+             <dir of ctxfold>/../libexec/ctxfold, then the directory of ctxfold itself, then $PATH, \
+             so `ctxfold-foo` anywhere on $PATH is `ctxfold foo`.",
+        )
+        .after_long_help(EXIT_STATUS)
+        .override_usage("ctxfold [--exec-path[=DIR]] <COMMAND> [<ARGS>]")
+        .subcommand_value_name("COMMAND")
+        .allow_external_subcommands(true)
+        .external_subcommand_value_parser(clap::value_parser!(OsString))
+        // `help` is a command of the registry, and `-h` lists the commands as it does.
+        .disable_help_subcommand(true)
+        .disable_help_flag(true)
+        .arg(
+            clap::Arg::new("exec-path")
+                .long("exec-path")
+                .value_name("DIR")
+                .num_args(0..=1)
+                .action(ArgAction::Append)
+                .require_equals(true)
+                .value_parser(clap::value_parser!(PathBuf))
+                .value_hint(clap::ValueHint::DirPath)
+                .help("Without a value, print where plumbing is found; with one, look there first"),
+        )
+        .arg(
+            clap::Arg::new("help")
+                .short('h')
+                .long("help")
+                .action(ArgAction::SetTrue)
+                .help("List the commands; before a command, show its manual (as `ctxfold help`)"),
+        )
+}
+
+/// [`dispatcher`] with every command of the registry as a subcommand: what `ctxfold.1` documents
+/// and what shell completion completes.
+pub fn dispatcher_with_commands() -> clap::Command {
+    registry()
+        .iter()
+        .fold(dispatcher(), |cmd, spec| cmd.subcommand(spec.subcommand()))
 }
 
 /// The segmentation settings as flags (defaults: the contract's).

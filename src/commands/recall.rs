@@ -32,7 +32,7 @@ pub struct RecallArgs {
     #[arg(value_name = "PATTERN")]
     pub pattern: String,
     /// Only this session
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     /// Only these fields of the records [default: all four]
     #[arg(long, value_enum, value_name = "FIELD")]

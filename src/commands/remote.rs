@@ -1,6 +1,8 @@
 //! `ctxfold remote`: the git remotes a store syncs with (the mirror repository's own remotes).
 
-use crate::cli::{Command, Io, Status, StoreArgs, emit};
+use std::path::Path;
+
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::mirror::GitArgs;
 use crate::error::{Error, Result};
 use crate::mirror::{Mirror, git};
@@ -10,18 +12,19 @@ use crate::mirror::{Mirror, git};
 /// The remotes are the mirror repository's own (`<store>/mirror.git`): `ctxfold remote add NAME
 /// URL` runs `git remote add NAME URL` there, so any URL git accepts works (a path, ssh, https) and
 /// git configuration applies as usual (`git --git-dir <store>/mirror.git config ...`).
+///
+/// `ctxfold remote` alone prints the remotes' names, one a line, as git's does; `ctxfold remote -v`
+/// and `ctxfold remote list` print each name, a tab and its URL (one line a remote: sync fetches
+/// from and pushes to that URL, unless git's own remote.<name>.pushurl says otherwise).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-remote", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct RemoteArgs {
     #[command(subcommand)]
-    pub action: Action,
-}
-
-/// Which store and mirror repository; taken after the action (`remote add NAME URL --store DIR`).
-#[derive(Debug, clap::Args)]
-pub struct Where {
+    pub action: Option<Action>,
     #[command(flatten)]
     pub git: GitArgs,
+    #[command(flatten)]
+    pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -34,54 +37,77 @@ pub enum Action {
         name: String,
         /// Any URL or path git can fetch from and push to
         url: String,
-        #[command(flatten)]
-        at: Where,
     },
     /// Remove a remote
     Remove {
         /// Its name
         name: String,
-        #[command(flatten)]
-        at: Where,
     },
     /// List the remotes: name, a tab, URL (with --json, JSON Lines {"name","url"})
     List {
         /// JSON Lines
         #[arg(long)]
         json: bool,
-        #[command(flatten)]
-        at: Where,
     },
 }
 
 impl Command for RemoteArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        let (Action::Add { at, .. } | Action::Remove { at, .. } | Action::List { at, .. }) =
-            &self.action;
-        let store = at.store.init()?;
-        let mirror = Mirror::open_or_init(&at.git.dir(&store))?;
-        let dir = mirror.git_dir();
-        match &self.action {
-            Action::Add { name, url, .. } => git::remote_add(dir, name, url)?,
-            Action::Remove { name, .. } => {
-                if !git::remotes(dir)?.iter().any(|r| &r.name == name) {
+        let listing = match &self.action {
+            Some(Action::List { json: true }) => Listing::Json,
+            Some(Action::List { json: false }) => Listing::Urls,
+            None if self.talk.verbose => Listing::Urls,
+            None => Listing::Names,
+            Some(Action::Add { name, url }) => {
+                git::remote_add(self.mirror()?.git_dir(), name, url)?;
+                return Ok(Status::Success);
+            }
+            Some(Action::Remove { name }) => {
+                let mirror = self.mirror()?;
+                if !git::remotes(mirror.git_dir())?
+                    .iter()
+                    .any(|r| &r.name == name)
+                {
                     return Err(Error::not_found(format!("no remote {name:?}")));
                 }
-                git::remote_remove(dir, name)?
+                git::remote_remove(mirror.git_dir(), name)?;
+                return Ok(Status::Success);
             }
-            Action::List { json, .. } => {
-                for remote in git::remotes(dir)? {
-                    if *json {
-                        emit(
-                            io.out,
-                            serde_json::to_string(&remote).expect("remotes serialize"),
-                        )?;
-                    } else {
-                        emit(io.out, format_args!("{}\t{}", remote.name, remote.url))?;
-                    }
-                }
-            }
+        };
+        // A listing changes nothing: no store or mirror repository is created to say there is
+        // no remote.
+        let dir = self.git.dir(&self.store.open()?);
+        if dir.exists() {
+            list(io, Mirror::open(&dir)?.git_dir(), listing)?;
         }
         Ok(Status::Success)
     }
+}
+
+impl RemoteArgs {
+    /// The mirror repository whose remotes change, created (with the store) when missing.
+    fn mirror(&self) -> Result<Mirror> {
+        Mirror::open_or_init(&self.git.dir(&self.store.init()?))
+    }
+}
+
+/// What a listing prints of each remote.
+enum Listing {
+    Names,
+    Urls,
+    Json,
+}
+
+fn list(io: &mut Io<'_>, git_dir: &Path, listing: Listing) -> Result<()> {
+    for remote in git::remotes(git_dir)? {
+        match listing {
+            Listing::Names => emit(io.out, &remote.name)?,
+            Listing::Urls => emit(io.out, format_args!("{}\t{}", remote.name, remote.url))?,
+            Listing::Json => emit(
+                io.out,
+                serde_json::to_string(&remote).expect("remotes serialize"),
+            )?,
+        }
+    }
+    Ok(())
 }

@@ -37,7 +37,7 @@ use crate::store::{generations, restore_temp};
 #[command(name = "ctxfold-restore", version, visible_alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]
 pub struct RestoreArgs {
     /// The folded session's id; ID@N restores its generation N (as --generation N)
-    #[arg(value_name = "SESSION")]
+    #[arg(value_name = "SESSION", add = crate::cli::complete::session_ids())]
     pub session: String,
     /// Restore generation N of the session, a version a later fold replaced (1 is the newest;
     /// `ctxfold ls --generations` lists them)

@@ -26,6 +26,7 @@ use crate::store::{Store, check_session_id, entry_names, remove_if_present};
 /// the status is then 1.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-rm", version, after_long_help = crate::cli::EXIT_STATUS)]
+#[command(arg = crate::cli::dry_run())]
 pub struct RmArgs {
     /// The folded sessions' ids
     #[arg(value_name = "SESSION", required = true)]

@@ -22,7 +22,7 @@ use crate::store::Store;
 #[command(name = "ctxfold-seeds", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct SeedsArgs {
     /// Folded session ids [default: every folded session]
-    #[arg(value_name = "SESSION")]
+    #[arg(value_name = "SESSION", add = crate::cli::complete::session_ids())]
     pub sessions: Vec<String>,
     /// JSON Lines: `{"session":…,"appended":N}` per session
     #[arg(long)]

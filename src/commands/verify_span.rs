@@ -40,7 +40,7 @@ pub struct VerifySpanArgs {
     #[arg(long, value_name = "HEX")]
     pub sha256: Option<String>,
     /// Read the folded session with this id out of the store
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,

@@ -81,6 +81,13 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// `program` on the test's own `$PATH` (`man`, `zsh`), if installed.
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
 /// The fixtures of the project's own making, committed under tests/fixtures (its README.md says
 /// where each came from), by what they show.
 pub mod own {
@@ -207,12 +214,12 @@ impl Env {
 
     /// A command for `program` (`ctxfold` or `ctxfold-<name>`) in the hermetic environment.
     pub fn command(&self, program: &str) -> Command {
-        self.hermetic(Command::new(bin_dir().join(program)))
+        self.command_for(bin_dir().join(program))
     }
 
     /// `sh -c script` in the hermetic environment, `$BIN` naming the built binaries' folder.
     pub fn shell(&self, script: &str) -> Run {
-        let mut cmd = self.hermetic(Command::new("sh"));
+        let mut cmd = self.command_for("sh");
         let out = cmd
             .args(["-c", script])
             .env("BIN", bin_dir())
@@ -226,7 +233,9 @@ impl Env {
         }
     }
 
-    fn hermetic(&self, mut cmd: Command) -> Command {
+    /// A command for any program (`sh`, `man`) in the hermetic environment.
+    pub fn command_for(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("HOME", &self.home)
             .env("TZ", "UTC")
@@ -255,8 +264,13 @@ impl Env {
         S: AsRef<OsStr>,
     {
         let mut cmd = self.command(program);
-        cmd.args(args)
-            .stdin(Stdio::piped())
+        cmd.args(args);
+        Self::output(cmd, stdin)
+    }
+
+    /// Run `cmd` (from [`Env::command`] or [`Env::command_for`]) with `stdin` to its end.
+    pub fn output(mut cmd: Command, stdin: &[u8]) -> Run {
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn");

@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-cat-manifest --arguments "(COMPLETE=fish ctxfold-cat-manifest -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

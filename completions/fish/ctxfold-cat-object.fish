@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-cat-object --arguments "(COMPLETE=fish ctxfold-cat-object -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-extract-seeds --arguments "(COMPLETE=fish ctxfold-extract-seeds -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-hash-object --arguments "(COMPLETE=fish ctxfold-hash-object -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

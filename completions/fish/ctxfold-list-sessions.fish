@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-list-sessions --arguments "(COMPLETE=fish ctxfold-list-sessions -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-read-seeds --arguments "(COMPLETE=fish ctxfold-read-seeds -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-train-dict --arguments "(COMPLETE=fish ctxfold-train-dict -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-verify-span --arguments "(COMPLETE=fish ctxfold-verify-span -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"

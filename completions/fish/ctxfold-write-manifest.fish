@@ -1,0 +1,1 @@
+complete --keep-order --exclusive --command ctxfold-write-manifest --arguments "(COMPLETE=fish ctxfold-write-manifest -- (commandline --current-process --tokenize --cut-at-cursor) (commandline --current-token))"
