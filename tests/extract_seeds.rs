@@ -180,13 +180,8 @@ fn fold_indexes_every_session_and_its_spans_verify_from_the_store_alone() {
             report["seed_records"].as_u64().unwrap() >= 1,
             "{id}: nothing indexed"
         );
-        let index = env
-            .store
-            .join("context-fold")
-            .join(id)
-            .join("seed-index.jsonl");
-        let written: Vec<Value> = std::fs::read_to_string(&index)
-            .unwrap()
+        let written: Vec<Value> = env
+            .stored_seed_index(&env.store, id)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
@@ -207,13 +202,13 @@ fn fold_indexes_every_session_and_its_spans_verify_from_the_store_alone() {
         assert_eq!(verified, spans.len(), "{id}");
     }
     // A second fold finds nothing to do and indexes nothing twice.
-    let before = Env::snapshot(&env.store.join("context-fold"));
+    let before = Env::snapshot(&env.store.join("seeds"));
     env.run(
         "ctxfold",
         [OsArg::from("fold"), "--apply".into(), sources.into()],
     )
     .ok();
-    assert_eq!(Env::snapshot(&env.store.join("context-fold")), before);
+    assert_eq!(Env::snapshot(&env.store.join("seeds")), before);
 }
 
 #[test]

@@ -208,21 +208,15 @@ fn apply_then_restore_gives_every_file_back_byte_for_byte_in(env: Env, homes: Ho
     env.run("ctxfold", ["fsck", "--full"]).ok();
 
     // The seed index is carried into the store, and merged as a union when it grows.
-    let stored = env
-        .store
-        .join("context-fold")
-        .join(&homes.sessions[5].id)
-        .join("seed-index.jsonl");
+    let stored = || env.stored_seed_index(&env.store, &homes.sessions[5].id);
     // The extension's lines, in its order, beside the records ctxfold extracted while folding.
     assert_eq!(
-        foreign_lines(&stored),
+        foreign_lines(&stored()),
         fs::read_to_string(&homes.seed_index).unwrap()
     );
-    assert!(
-        fs::read_to_string(&stored)
-            .unwrap()
-            .contains("\"harness\":\"ctxfold\"")
-    );
+    assert!(stored().contains("\"harness\":\"ctxfold\""));
+    // Nothing of it is left as a file: the store keeps it in objects the catalog lists.
+    assert!(!env.store.join("context-fold").exists());
     fs::write(
         &homes.seed_index,
         b"{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n",
@@ -230,15 +224,14 @@ fn apply_then_restore_gives_every_file_back_byte_for_byte_in(env: Env, homes: Ho
     .unwrap();
     env.run("ctxfold", ["fold", "--apply"]).ok();
     assert_eq!(
-        foreign_lines(&stored),
+        foreign_lines(&stored()),
         "{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n{\"v\":2,\"kind\":\"fold\",\"seq\":2}\n{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n"
     );
 }
 
-/// The lines of a store seed index that ctxfold did not write itself.
-fn foreign_lines(index: &std::path::Path) -> String {
-    fs::read_to_string(index)
-        .unwrap()
+/// The lines of a stored seed index that ctxfold did not write itself.
+fn foreign_lines(index: &str) -> String {
+    index
         .lines()
         .filter(|l| !l.contains("\"harness\":\"ctxfold\""))
         .map(|l| format!("{l}\n"))

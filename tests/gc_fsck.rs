@@ -157,6 +157,8 @@ fn gc_removes_exactly_the_unreferenced_objects() {
 }
 
 fn gc_removes_exactly_the_unreferenced_objects_in(env: Env, homes: Homes) {
+    // Packs what fold left loose (the seed batch the extension's index became).
+    env.run("ctxfold", ["gc", "--apply"]).ok();
     let referenced = object_files(&env.store);
     let junk = env.path("junk");
     fs::write(&junk, b"nobody names me").unwrap();
@@ -246,6 +248,76 @@ fn gc_removes_nothing_while_a_manifest_is_unreadable_in(env: Env, homes: Homes) 
         run.stderr
     );
     assert_eq!(object_files(&env.store), before);
+}
+
+#[test]
+fn seed_batches_are_roots_and_fsck_names_a_bad_catalog_line_and_a_missing_batch() {
+    each_folded(seed_batches_are_roots_and_fsck_names_a_bad_catalog_line_and_a_missing_batch_in);
+}
+
+fn seed_batches_are_roots_and_fsck_names_a_bad_catalog_line_and_a_missing_batch_in(
+    env: Env,
+    homes: Homes,
+) {
+    let indexes = |env: &Env| -> Vec<String> {
+        homes
+            .sessions
+            .iter()
+            .map(|s| env.stored_seed_index(&env.store, &s.id))
+            .collect()
+    };
+    let before = indexes(&env);
+    assert!(before.iter().any(|i| !i.is_empty()));
+    env.run("ctxfold", ["gc", "--apply", "--prune=now", "--aggressive"])
+        .ok();
+    assert_eq!(indexes(&env), before, "gc keeps every seed batch");
+    let stats = env.run("ctxfold", ["stats", "--json"]).ok();
+    let stats = &json_lines(&stats.stdout)[0];
+    assert_eq!(stats["unreferenced_objects"], 0, "{stats}");
+    let raw: usize = before.iter().map(String::len).sum();
+    assert_eq!(stats["seed_index_bytes"], raw, "{stats}");
+
+    let catalog = env.store.join("seeds/catalog.jsonl");
+    let good = fs::read_to_string(&catalog).unwrap();
+    let lines = good.lines().count();
+    fs::write(&catalog, format!("{good}{{\"session\":\"x\"}}\n")).unwrap();
+    let run = env.run("ctxfold", ["fsck"]).fails(4);
+    assert!(
+        run.stdout_text().contains(&format!(
+            "bad seed catalog line seeds/catalog.jsonl:{}: ",
+            lines + 1
+        )),
+        "{}",
+        run.stdout_text()
+    );
+    let objects = object_files(&env.store);
+    env.run("ctxfold", ["gc", "--apply", "--prune=now"])
+        .fails(4)
+        .one_line_error("gc removes nothing while a catalog line is unreadable");
+    assert_eq!(object_files(&env.store), objects);
+
+    let zeros = "0".repeat(64);
+    let missing = format!(
+        "{{\"session\":\"{}\",\"object\":\"{zeros}\",\"bytes\":9}}\n",
+        homes.sessions[0].id
+    );
+    fs::write(&catalog, format!("{good}{missing}")).unwrap();
+    let run = env.run("ctxfold", ["fsck"]).fails(4);
+    assert!(
+        run.stdout_text().contains(&format!(
+            "missing object {zeros} (named by {})",
+            catalog.display()
+        )),
+        "{}",
+        run.stdout_text()
+    );
+    // Reading that session's index names what is wrong, in one line.
+    env.run(
+        "ctxfold-read-seeds",
+        ["--session", homes.sessions[0].id.as_str()],
+    )
+    .fails(4)
+    .one_line_error(&zeros);
 }
 
 /// Run both commands at once, the second started `delay` after the first; both must succeed.

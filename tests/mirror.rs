@@ -100,9 +100,15 @@ fn mirrors_the_store_files_as_they_are_and_commits_only_changes() {
                 .to_string()
         })
         .filter(|p| {
-            ["manifests/", "objects/", "packs-ctxfold/", "context-fold/"]
-                .iter()
-                .any(|d| p.starts_with(d))
+            [
+                "manifests/",
+                "objects/",
+                "packs-ctxfold/",
+                "seeds/",
+                "context-fold/",
+            ]
+            .iter()
+            .any(|d| p.starts_with(d))
         })
         .collect();
     expected.sort();
@@ -128,6 +134,8 @@ fn mirrors_the_store_files_as_they_are_and_commits_only_changes() {
     )
     .unwrap();
     fold(&env, "two", &files[1]);
+    env.run("ctxfold", ["seeds"]).ok();
+    let catalog = fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
     let second = mirror(&env);
     assert_ne!(second, first);
     assert_eq!(
@@ -144,6 +152,12 @@ fn mirrors_the_store_files_as_they_are_and_commits_only_changes() {
         ],
     );
     assert_eq!(seeds, "{\"seq\":1}\n{\"seq\":2}\n");
+    let mirrored = git(
+        &env,
+        &repo,
+        &["cat-file", "blob", "refs/heads/ctxfold:seeds/catalog.jsonl"],
+    );
+    assert_eq!(mirrored, catalog);
     assert!(
         git(&env, &repo, &["ls-tree", "-r", "--name-only", "HEAD"])
             .contains("manifests/two.json\n")

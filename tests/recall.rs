@@ -24,11 +24,23 @@ fn fold(env: &Env, file: &std::path::Path, id: &str) {
     .ok();
 }
 
-fn index_file(env: &Env, id: &str) -> std::path::PathBuf {
+/// Where stores kept a session's seed index before the catalog.
+fn legacy_file(env: &Env, id: &str) -> std::path::PathBuf {
     env.store
         .join("context-fold")
         .join(id)
         .join("seed-index.jsonl")
+}
+
+/// `id`'s seed index: its legacy file's lines then its batches'.
+fn index_lines(env: &Env, id: &str) -> Vec<String> {
+    let legacy = std::fs::read_to_string(legacy_file(env, id)).unwrap_or_default();
+    let stored = env.stored_seed_index(&env.store, id);
+    legacy
+        .lines()
+        .chain(stored.lines())
+        .map(String::from)
+        .collect()
 }
 
 /// A Pi v3 session and a Codex rollout (the own one with unified exec), folded from copies.
@@ -50,14 +62,14 @@ fn folded_with(env: &Env, codex: &std::path::Path) -> std::path::PathBuf {
 fn seeds_appends_only_what_is_new_and_keeps_other_writers_lines() {
     let env = Env::new();
     folded(&env);
-    // The extension's own record, merged in before ctxfold indexes the session.
+    // An older store's index file: the extension's own record, merged in before ctxfold indexes
+    // the session, its last line without its newline.
     let theirs = r#"{"v":2,"kind":"fold-index","harness":"pi-context-fold","session":"pi","seq":5,"at":"x","trigger":"threshold","spans":[]}"#;
-    std::fs::create_dir_all(index_file(&env, "pi").parent().unwrap()).unwrap();
-    std::fs::write(index_file(&env, "pi"), theirs).unwrap();
+    std::fs::create_dir_all(legacy_file(&env, "pi").parent().unwrap()).unwrap();
+    std::fs::write(legacy_file(&env, "pi"), theirs).unwrap();
 
     seeds_one_final_record_for_codex(&env);
-    let text = std::fs::read_to_string(index_file(&env, "pi")).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let lines = index_lines(&env, "pi");
     assert_eq!(lines[0], theirs);
     let seqs: Vec<u64> = lines[1..]
         .iter()
@@ -68,11 +80,41 @@ fn seeds_appends_only_what_is_new_and_keeps_other_writers_lines() {
         })
         .collect();
     assert_eq!(seqs, [1_000_001, 1_000_002, 1_000_003]);
+    // The legacy file is read, not written.
+    assert_eq!(
+        std::fs::read_to_string(legacy_file(&env, "pi")).unwrap(),
+        theirs
+    );
 
-    let before = Env::snapshot(&env.store.join("context-fold"));
+    let before = Env::snapshot(&env.store);
     let again = env.run("ctxfold", ["seeds", "--json", "pi"]).ok();
     assert_eq!(again.stdout_text(), "{\"appended\":0,\"session\":\"pi\"}\n");
-    assert_eq!(Env::snapshot(&env.store.join("context-fold")), before);
+    assert_eq!(Env::snapshot(&env.store), before);
+
+    // gc moves the legacy file into the catalog: the index reads the same lines, in the same
+    // order, and recall finds the same; a second gc finds nothing to move.
+    let records = || {
+        env.run("ctxfold-read-seeds", ["--session", "pi"])
+            .ok()
+            .stdout_text()
+    };
+    let read_before = records();
+    let dry = env.run("ctxfold", ["gc"]).ok().stdout_text();
+    assert!(
+        dry.contains("would move the seed indexes of 1 sessions from context-fold/"),
+        "{dry}"
+    );
+    assert!(legacy_file(&env, "pi").exists());
+    let gc = env.run("ctxfold", ["gc", "--apply"]).ok().stdout_text();
+    assert!(gc.contains("moved the seed indexes of 1 sessions"), "{gc}");
+    assert!(!legacy_file(&env, "pi").exists());
+    assert!(!env.store.join("context-fold/pi").exists());
+    assert_eq!(index_lines(&env, "pi"), lines);
+    assert_eq!(records(), read_before);
+    let gc = env.run("ctxfold", ["gc", "--apply"]).ok().stdout_text();
+    assert!(!gc.contains("seed indexes"), "{gc}");
+    assert_eq!(index_lines(&env, "pi"), lines);
+    env.run("ctxfold", ["fsck", "--full"]).ok();
 
     // The library entry point `fold --apply` calls.
     let store = ctxfold::store::Store::open(&env.store).unwrap();
@@ -205,8 +247,8 @@ fn recall_serves_v1_spans_unverified_and_withholds_mismatches() {
         r#"{{"v":2,"kind":"fold-index","session":"pi","seq":2,"at":"y","trigger":"cap","identifiers":["{}"],"spans":[{{"blockId":"r:c1","code":"0qq769","log":{{"bytes":1,"lines":1}},"sha256":"{zeros}"}}]}}"#,
         pi_v3::HEX_ID
     );
-    std::fs::create_dir_all(index_file(&env, "pi").parent().unwrap()).unwrap();
-    std::fs::write(index_file(&env, "pi"), format!("{v1}\n{bad}\n")).unwrap();
+    std::fs::create_dir_all(legacy_file(&env, "pi").parent().unwrap()).unwrap();
+    std::fs::write(legacy_file(&env, "pi"), format!("{v1}\n{bad}\n")).unwrap();
     let out = env
         .run("ctxfold", ["recall", "-F", "ELIFECYCLE"])
         .ok()
@@ -244,7 +286,8 @@ fn seeds_skips_a_session_that_is_no_ledger_and_indexes_the_others() {
         run.stderr
     );
     env.run("ctxfold", ["seeds", "notes"]).fails(3);
-    assert!(index_file(&env, "pi").exists() && index_file(&env, "codex").exists());
+    assert!(!index_lines(&env, "pi").is_empty() && !index_lines(&env, "codex").is_empty());
+    assert!(index_lines(&env, "notes").is_empty());
     let run = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();
     assert_eq!(run.stdout_text().lines().count(), 3);
 }

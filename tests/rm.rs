@@ -35,8 +35,17 @@ fn rm_takes_every_version_of_a_session_out_and_gc_its_objects() {
         &conflict,
     )
     .unwrap();
-    let seeds = env.store.join("context-fold").join(&gone.id);
-    assert!(seeds.join("seed-index.jsonl").is_file());
+    assert!(!env.stored_seed_index(&env.store, &gone.id).is_empty());
+    // A file the context-fold extension kept of it (a handoff), carried into the store.
+    let extension = env.store.join("context-fold").join(&gone.id);
+    fs::create_dir_all(&extension).unwrap();
+    fs::write(extension.join("handoff.md"), "next: ship it\n").unwrap();
+    let others_seeds: Vec<String> = homes
+        .sessions
+        .iter()
+        .filter(|s| s.id != gone.id)
+        .map(|s| env.stored_seed_index(&env.store, &s.id))
+        .collect();
 
     let before = Env::snapshot(&env.store);
     let run = env.run("ctxfold", ["rm", &gone.id]).ok();
@@ -76,7 +85,17 @@ fn rm_takes_every_version_of_a_session_out_and_gc_its_objects() {
             .join(&gone.id)
             .exists()
     );
-    assert!(!conflict.exists() && !seeds.exists());
+    assert!(!conflict.exists() && !extension.exists());
+    assert_eq!(env.stored_seed_index(&env.store, &gone.id), "");
+    let catalog = fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
+    assert!(!catalog.contains(&gone.id), "{catalog}");
+    let kept: Vec<String> = homes
+        .sessions
+        .iter()
+        .filter(|s| s.id != gone.id)
+        .map(|s| env.stored_seed_index(&env.store, &s.id))
+        .collect();
+    assert_eq!(kept, others_seeds);
     let listed = env.run("ctxfold", ["ls"]).ok().stdout_text();
     assert!(!listed.contains(&gone.id), "{listed}");
     env.run("ctxfold", ["restore", &gone.id, "--to", "x"])

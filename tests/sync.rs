@@ -284,13 +284,28 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     assert_eq!(w.conflict_bytes(&w.a, &conflict_name(&y)), y);
     assert_eq!(w.restored(&w.b, "both"), y);
     assert_eq!(w.conflict_bytes(&w.b, &conflict_name(&x)), x);
-    // Seed indexes: the union, local lines first.
-    let seeds =
-        |s: &Path| fs::read_to_string(s.join("context-fold/shared/seed-index.jsonl")).unwrap();
-    assert_eq!(seeds(&w.a), "{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3}\n");
-    assert_eq!(seeds(&w.b), "{\"seq\":1}\n{\"seq\":3}\n{\"seq\":2}\n");
-    let only_a = w.b.join("context-fold/a-only/seed-index.jsonl");
-    assert_eq!(fs::read_to_string(only_a).unwrap(), "{\"seq\":7}\n");
+    // Seed indexes (here the files older stores kept, merged into the catalog): the union, local
+    // lines first.
+    let seeds = |s: &Path, id: &str| {
+        let legacy = s.join("context-fold").join(id).join("seed-index.jsonl");
+        fs::read_to_string(legacy).unwrap_or_default() + &w.env.stored_seed_index(s, id)
+    };
+    assert_eq!(
+        seeds(&w.a, "shared"),
+        "{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3}\n"
+    );
+    assert_eq!(
+        seeds(&w.b, "shared"),
+        "{\"seq\":1}\n{\"seq\":3}\n{\"seq\":2}\n"
+    );
+    assert_eq!(seeds(&w.b, "a-only"), "{\"seq\":7}\n");
+    assert!(!w.b.join("context-fold/a-only").exists());
+    // A's union of B's legacy file is a new object: B takes it, though it holds its lines.
+    let fourth = w.sync(&w.b);
+    assert!(
+        fourth.contains(": 1 objects, 0 sessions added, 0 extended, 0 conflicts, 0 seed lines"),
+        "{fourth}"
+    );
     // Every object on both sides, each intact.
     assert_eq!(object_names(&w.a), object_names(&w.b));
     for digest in &object_names(&w.a) {
@@ -380,7 +395,11 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
         w.restored(&c, "b-only"),
         fs::read(fixture(own::CODEX_AGENT_SMALL)).unwrap()
     );
-    assert_eq!(object_names(&c), object_names(&w.a));
+    // Every object of A's, and the batch its merge of the remote's legacy seed file made; B's
+    // (the last to push) seed index.
+    let cloned = object_names(&c);
+    assert!(object_names(&w.a).iter().all(|o| cloned.contains(o)));
+    assert_eq!(w.env.stored_seed_index(&c, "shared"), seeds(&w.b, "shared"));
     // Clone refuses a store that already holds sessions.
     w.env
         .run(
@@ -542,6 +561,80 @@ fn a_remote_manifest_that_does_not_reconstruct_is_refused_and_nothing_is_applied
     refused(
         &w,
         "refused the remote's manifests, nothing was applied: manifests/a-only.json: reconstruction gives",
+    );
+}
+
+#[test]
+fn seed_indexes_travel_as_the_seed_catalog_and_settle() {
+    let w = World::new();
+    w.fold(&w.a, "a-only", &fixture(own::CODEX_MID_TURN));
+    w.ctxfold(&w.a, &["seeds"]).ok();
+    let index = w.env.stored_seed_index(&w.a, "a-only");
+    assert!(!index.is_empty());
+    for store in [&w.a, &w.b] {
+        w.ctxfold(
+            store,
+            &["remote", "add", "origin", w.remote.to_str().unwrap()],
+        )
+        .ok();
+    }
+    w.sync(&w.a);
+    let second = w.sync(&w.b);
+    let lines = index.lines().count();
+    assert!(
+        second.contains(&format!(" {lines} seed lines;")),
+        "{second}"
+    );
+    assert_eq!(w.env.stored_seed_index(&w.b, "a-only"), index);
+    let read = |store: &Path| {
+        w.ctxfold(store, &["recall", "--json", "--session", "a-only", "."])
+            .stdout_text()
+    };
+    assert_eq!(read(&w.b), read(&w.a));
+    // B indexes nothing again, and neither side takes anything more from the other.
+    let again = w.ctxfold(&w.b, &["seeds", "--json"]).ok().stdout_text();
+    assert_eq!(again, "{\"appended\":0,\"session\":\"a-only\"}\n");
+    for store in [&w.a, &w.b] {
+        assert!(w.sync(store).contains(" 0 seed lines;"));
+    }
+    assert_eq!(w.env.stored_seed_index(&w.a, "a-only"), index);
+}
+
+/// [`tampered_remote_of`] a store whose one session is indexed, `edit` changing the remote's
+/// catalog text.
+fn tampered_catalog(edit: impl FnOnce(String) -> String) -> World {
+    tampered_remote_of(
+        |w| {
+            w.fold(&w.a, "a-only", &fixture(own::CODEX_MID_TURN));
+            w.ctxfold(&w.a, &["seeds"]).ok();
+        },
+        |work, _| {
+            let path = work.join("seeds/catalog.jsonl");
+            fs::write(&path, edit(fs::read_to_string(&path).unwrap())).unwrap();
+        },
+    )
+}
+
+#[test]
+fn a_remote_seed_catalog_naming_an_object_it_lacks_is_refused_and_nothing_is_applied() {
+    let zeros = "0".repeat(64);
+    let w = tampered_catalog(|text| {
+        format!("{text}{{\"session\":\"a-only\",\"object\":\"{zeros}\",\"bytes\":3}}\n")
+    });
+    refused(
+        &w,
+        &format!(
+            "refused the remote's seed catalog, nothing was applied: the remote's seed catalog names object {zeros} of 3 bytes (session a-only), which it does not hold"
+        ),
+    );
+}
+
+#[test]
+fn a_remote_seed_catalog_line_that_is_no_batch_is_refused_and_nothing_is_applied() {
+    let w = tampered_catalog(|text| text.replace("a-only", "../a-only"));
+    refused(
+        &w,
+        "refused the remote's seed catalog, nothing was applied: seeds/catalog.jsonl:1: ",
     );
 }
 

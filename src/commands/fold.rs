@@ -14,10 +14,10 @@ use crate::fold::compare::State;
 use crate::fold::run::{Progress, fold_all};
 use crate::fold::{Action, Options, Removal, Report};
 use crate::interrupt::Interrupt;
+use crate::seeds::index::union_file;
 use crate::sources::{Discovery, discover};
 use crate::store::Store;
 use crate::store::lock::Mode as LockMode;
-use crate::store::union::union_lines;
 use crate::store::writer::WriteStats;
 
 /// Fold sessions into the store (a dry run unless --apply)
@@ -62,13 +62,15 @@ use crate::store::writer::WriteStats;
 /// the store verified, and only an archived one unless --allow-active is given too. A source that
 /// another fold removed meanwhile, its session safe in the store, is reported up to date.
 ///
-/// Sessions are folded in parallel, one per core. The Pi context-fold extension's seed indexes
-/// (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are merged under --apply into
-/// <store>/context-fold/<session-id>/seed-index.jsonl as a union of lines, so the index outlives a
-/// removed source. Under --apply each Codex or Pi session folded is also indexed, from the store,
-/// into that same file (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds
-/// it. New objects are compressed with the store's current zstd dictionary, if one was trained
-/// (ctxfold-train-dict), which the manifest names. A progress bar shows on a terminal.
+/// Sessions are folded in parallel, one per core. Under --apply each Codex or Pi session folded is
+/// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its
+/// seed records that the store's seed index of the session lacks are appended to it. The Pi
+/// context-fold extension's seed indexes (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are
+/// merged under --apply into the store's as a union of lines, so the index outlives a removed
+/// source; the extension's files are never changed. The store keeps seed indexes compressed, as
+/// objects packed with the sessions' (see ctxfold-read-seeds). New objects are compressed with the
+/// store's current zstd dictionary, if one was trained (ctxfold-train-dict), which the manifest
+/// names. A progress bar shows on a terminal.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fold", version, after_long_help = crate::cli::EXIT_STATUS)]
 #[command(arg = crate::cli::dry_run())]
@@ -217,17 +219,10 @@ impl Command for FoldArgs {
             return Ok(Status::Interrupted);
         }
         for index in &discovery.seed_indexes {
-            let target = store
-                .context_fold_dir()
-                .join(&index.session_id)
-                .join("seed-index.jsonl");
-            let merged = crate::store::check_session_id(&index.session_id).and_then(|()| {
-                if self.apply {
-                    union_lines(&store.tmp_dir(), &target, &index.path)
-                } else {
-                    Ok(0)
-                }
-            });
+            let merged = match self.apply {
+                true => union_file(&store, &index.session_id, &index.path),
+                false => crate::store::check_session_id(&index.session_id).map(|()| 0),
+            };
             match merged {
                 Ok(lines) => {
                     totals.seed_index_lines += lines as u64;

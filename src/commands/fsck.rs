@@ -12,18 +12,19 @@ use crate::store::restore_temp::leftovers_under;
 
 /// Check the store: manifests readable, every object they name present (--full: and sound)
 ///
-/// Reads every manifest under manifests/ (generations/ and conflicts/ included) and checks that
-/// each object it names exists. --full also decompresses and re-hashes every object, and
-/// reconstructs every manifest whose objects are sound, checking its sha256 and size.
+/// Reads every manifest under manifests/ (generations/ and conflicts/ included) and the seed
+/// catalog (seeds/catalog.jsonl), and checks that each object they name exists. --full also
+/// decompresses and re-hashes every object, and reconstructs every manifest whose objects are
+/// sound, checking its sha256 and size.
 ///
 /// Prints one finding per line: `bad manifest PATH: WHY`, `missing object SHA256 (named by PATH)`,
-/// `corrupt object SHA256: WHY`, `stray file PATH`, `bad reconstruction PATH: WHY`, and
-/// `unreferenced object SHA256`, and `unplaced manifest PATH: WHY` for a session restore will not
-/// put back without --to (see ctxfold-restore: a file folded by path, or a rollout_path that is not
-/// where its agent keeps it, as a manifest edited or brought by a remote may have). Unreferenced
-/// objects and unplaced manifests are notes, not faults (gc removes the objects: one line counts
-/// them, -v lists them; the sessions are sound and restore with --to); anything else makes the exit
-/// status 4.
+/// `corrupt object SHA256: WHY`, `bad seed catalog line seeds/catalog.jsonl:N: WHY`, `stray file
+/// PATH`, `bad reconstruction PATH: WHY`, and `unreferenced object SHA256`, and `unplaced manifest
+/// PATH: WHY` for a session restore will not put back without --to (see ctxfold-restore: a file
+/// folded by path, or a rollout_path that is not where its agent keeps it, as a manifest edited or
+/// brought by a remote may have). Unreferenced objects and unplaced manifests are notes, not faults
+/// (gc removes the objects: one line counts them, -v lists them; the sessions are sound and restore
+/// with --to); anything else makes the exit status 4.
 ///
 /// It also looks in the agents' session folders (as fold finds them) for the temp files killed
 /// restores left beside their targets, and lists each: `leftover restore temp file PATH (SIZE)`.

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use crate::digest::Digest;
 use crate::odb::repack::Repacked;
+use crate::seeds::index;
 use crate::store::gc;
 use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
@@ -17,9 +18,10 @@ use crate::store::lock::Mode;
 /// Remove objects no manifest references, and stale temp files (a dry run unless --apply)
 ///
 /// Every manifest under manifests/ is a root, its subfolders included (generations/, conflicts/),
-/// and so is every registered zstd dictionary (dictionaries/: objects written with one need it).
-/// While any manifest cannot be read, gc removes nothing: an unreadable manifest may name objects
-/// that would otherwise look unreferenced (ctxfold fsck names it).
+/// and so are the seed catalog's batches (seeds/catalog.jsonl) and every registered zstd
+/// dictionary (dictionaries/: objects written with one need it). While any manifest or catalog
+/// line cannot be read, gc removes nothing: it may name objects that would otherwise look
+/// unreferenced (ctxfold fsck names it).
 ///
 /// Safe beside a running fold, by two means together, as git, restic and kopia do it. --apply takes
 /// the store lock (<store>/locks/objects.lock, an flock shared with the reference implementation)
@@ -31,6 +33,9 @@ use crate::store::lock::Mode;
 /// writers refresh the mtime of every object they reuse. (The reference implementation's gc takes
 /// no lock and keeps no grace period: a fold committing between its scan and its deletes loses
 /// objects. This one does not.)
+///
+/// Seed indexes an older ctxfold kept as files (context-fold/<id>/seed-index.jsonl) are moved into
+/// the seed catalog (seeds/catalog.jsonl), where they are packed and compressed with the rest.
 ///
 /// Stale temp files are the files in <store>/tmp and the `.*.tmp` files under objects/ and
 /// manifests/ older than the grace period.
@@ -106,6 +111,13 @@ impl Command for GcArgs {
                 .collect(),
             false => Vec::new(),
         };
+        // Before the roots are taken: the objects the moved indexes become are roots.
+        let legacy = index::legacy_sessions(&store)?;
+        if self.apply {
+            for id in &legacy {
+                index::move_legacy(&store, id)?;
+            }
+        }
         let paths: Vec<PathBuf> = dropping.iter().map(|(_, g)| g.path.clone()).collect();
         let roots = gc::roots(&store, &paths)?;
         let plan = gc::plan(&store, &roots, cutoff, self.aggressive)?;
@@ -128,6 +140,16 @@ impl Command for GcArgs {
                     "{verb} generation {id}@{} ({})",
                     generation.number,
                     generation.describe()
+                ),
+            )?;
+        }
+        if !legacy.is_empty() {
+            let verb = if self.apply { "moved" } else { "would move" };
+            emit(
+                io.out,
+                format_args!(
+                    "{verb} the seed indexes of {} sessions from context-fold/ into the seed catalog",
+                    legacy.len()
                 ),
             )?;
         }

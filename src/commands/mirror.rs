@@ -11,12 +11,13 @@ use crate::store::Store;
 ///
 /// The repository (`<store>/mirror.git` by default, bare, created when missing) gets a commit on
 /// `refs/heads/ctxfold` whose tree holds the store's `manifests/` (subfolders included),
-/// `objects/<2 hex>/`, `context-fold/` and the zstd dictionary registrations `dictionaries/<sha256>`
+/// `objects/<2 hex>/`, the packs (`packs-ctxfold/`), the seed catalog (`seeds/catalog.jsonl`),
+/// `context-fold/` and the zstd dictionary registrations `dictionaries/<sha256>`
 /// (the dictionaries themselves are objects), each file a blob of its bytes as they are (objects
 /// stay zstd). `dictionaries/CURRENT`, the dictionary this machine writes new objects with, is not
 /// mirrored. Mirroring is incremental: an object file already in the previous commit's tree is not
-/// read again (objects are immutable and named by their content); manifests and seed indexes are
-/// re-hashed and written only when they changed. When nothing changed no commit is made and the
+/// read again (objects are immutable and named by their content); manifests and the seed catalog
+/// are re-hashed and written only when they changed. When nothing changed no commit is made and the
 /// current one is printed; an empty store that was never mirrored prints nothing.
 ///
 /// Commits are by `ctxfold <ctxfold@localhost>` whoever runs the command, at the current time in UTC,

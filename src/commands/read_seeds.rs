@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::{Error, Result};
 use crate::ledger::{FileSource, Ledger};
-use crate::seeds::index::index_path;
+use crate::seeds::catalog::Catalog;
+use crate::seeds::index::read_union;
 use crate::seeds::union::{Union, pi_index_files};
 
 /// Print the union of seed-index files: the records that stand, one JSON line each
@@ -21,7 +22,10 @@ use crate::seeds::union::{Union, pi_index_files};
 /// `--pi-session FILE` reads the Pi extension's own files for that session, where it keeps them:
 /// `<dir>/spool/<id>/seed-index.jsonl` (v1), then `<dir>/context-fold/<id>/seed-index.jsonl`, `<dir>`
 /// being the folder of the session file and `<id>` the id in its header. `--session ID` reads the
-/// store's `context-fold/<ID>/seed-index.jsonl`.
+/// store's seed index of that session, after the files: the lines it was given, in the order they
+/// were appended (the store keeps them compressed, as objects the catalog `seeds/catalog.jsonl`
+/// lists; a store written by an earlier ctxfold may still hold
+/// `context-fold/<ID>/seed-index.jsonl`, read first).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-read-seeds", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct ReadSeedsArgs {
@@ -56,10 +60,7 @@ impl Command for ReadSeedsArgs {
             }
             files.extend(found);
         }
-        if let Some(id) = &self.session {
-            files.push(index_path(&self.store.open()?, id)?);
-        }
-        if files.is_empty() {
+        if files.is_empty() && self.session.is_none() {
             return Err(Error::usage(
                 "name a seed-index FILE, --pi-session FILE or --session ID",
             ));
@@ -70,6 +71,14 @@ impl Command for ReadSeedsArgs {
                 return Err(Error::not_found(format!(
                     "{}: no such file",
                     file.display()
+                )));
+            }
+        }
+        if let Some(id) = &self.session {
+            let store = self.store.open()?;
+            if !read_union(&store, &Catalog::load(&store)?, id, &mut union)? {
+                return Err(Error::not_found(format!(
+                    "{id}: no seed index in the store"
                 )));
             }
         }

@@ -12,8 +12,8 @@ use crate::seeds::recall::{Event, Field, Pulled, Query, Verified, recall};
 /// Grep the seed index of every folded session and pull back whole spans, verified
 ///
 /// PATTERN (a regular expression; `-F` for a fixed string, `-i` to ignore case) is matched against the
-/// `identifiers`, `errors`, `files` and `commands` of the union of each session's records in
-/// `<store>/context-fold/` (`--field` narrows it, `--session` keeps one session). Each value that
+/// `identifiers`, `errors`, `files` and `commands` of the union of each session's records in the
+/// store's seed index (see ctxfold-read-seeds; `--field` narrows it, `--session` keeps one session). Each value that
 /// matches is printed as `# session <id> seq <n> <field>: <value>`. Then the spans of the matching
 /// records whose block text matches PATTERN too are pulled whole from the session's ledger — the source
 /// file named by the manifest when it is still there at its folded size, else the folded session

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{IoContext, Result};
+use crate::seeds::catalog::Catalog;
+use crate::seeds::index;
 use crate::store::atomic::sync_parent;
 use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
@@ -16,7 +18,8 @@ use crate::store::{Store, check_session_id, entry_names, remove_if_present};
 ///
 /// For each SESSION, everything the store holds of it goes: its manifest, the generations fold
 /// kept of it (manifests/generations/<id>/), the conflicts sync kept of it
-/// (manifests/conflicts/<id>@….json) and its seed index (context-fold/<id>/), so that a session
+/// (manifests/conflicts/<id>@….json), its seed index (its lines of seeds/catalog.jsonl) and the
+/// context-fold extension's files kept of it (context-fold/<id>/), so that a session
 /// folded by mistake is gone in every version. Its objects are left to gc: those no other session
 /// shares become unreferenced, and `ctxfold gc --apply` removes them once they are older than its
 /// grace period (`--prune=now`: at once). Source files are never touched. A store that syncs gets
@@ -48,7 +51,16 @@ struct Held {
     manifest: Option<PathBuf>,
     generations: Vec<Generation>,
     conflicts: Vec<PathBuf>,
-    seed_index: Option<PathBuf>,
+    /// The context-fold extension's folder (an older store's seed index, handoff files).
+    extension_dir: Option<PathBuf>,
+    /// Batches in the seed catalog.
+    seed_batches: usize,
+}
+
+impl Held {
+    fn seed_index(&self) -> bool {
+        self.extension_dir.is_some() || self.seed_batches > 0
+    }
 }
 
 impl Command for RmArgs {
@@ -65,12 +77,13 @@ impl Command for RmArgs {
         };
         let mut status = Status::Success;
         let mut removed = 0;
+        let catalog = Catalog::load(&store)?;
         for id in &self.sessions {
-            let held = held(&store, id)?;
+            let held = held(&store, &catalog, id)?;
             if held.manifest.is_none()
                 && held.generations.is_empty()
                 && held.conflicts.is_empty()
-                && held.seed_index.is_none()
+                && !held.seed_index()
             {
                 io.warn(format_args!(
                     "no folded session {id:?} in {}",
@@ -80,7 +93,7 @@ impl Command for RmArgs {
                 continue;
             }
             if self.apply {
-                remove(&held)?;
+                remove(&store, id, &held)?;
                 removed += 1;
             }
             if self.json {
@@ -90,7 +103,7 @@ impl Command for RmArgs {
                     "manifest": held.manifest.is_some(),
                     "generations": held.generations.len(),
                     "conflicts": held.conflicts.len(),
-                    "seed_index": held.seed_index.is_some(),
+                    "seed_index": held.seed_index(),
                 });
                 emit(io.out, line)?;
             } else {
@@ -114,16 +127,17 @@ impl Command for RmArgs {
 }
 
 /// What the store holds of session `id`.
-fn held(store: &Store, id: &str) -> Result<Held> {
+fn held(store: &Store, catalog: &Catalog, id: &str) -> Result<Held> {
     let manifest = Some(store.manifest_path(id)).filter(|p| p.exists());
     let generations = generations::list(store, id)?;
     let conflicts = conflicts_of(store, id)?;
-    let seed_index = Some(store.context_fold_dir().join(id)).filter(|p| p.exists());
+    let extension_dir = Some(store.context_fold_dir().join(id)).filter(|p| p.exists());
     Ok(Held {
         manifest,
         generations,
         conflicts,
-        seed_index,
+        extension_dir,
+        seed_batches: catalog.of(id).count(),
     })
 }
 
@@ -145,13 +159,13 @@ fn conflicts_of(store: &Store, id: &str) -> Result<Vec<PathBuf>> {
 
 /// Remove what `held` lists: the manifest last, so that an interrupted rm leaves the session
 /// listed (and `rm` again finishes it) rather than hidden leftovers.
-fn remove(held: &Held) -> Result<()> {
+fn remove(store: &Store, id: &str, held: &Held) -> Result<()> {
     generations::remove(&held.generations)?;
     for conflict in &held.conflicts {
         remove_if_present(conflict)?;
         sync_parent(conflict)?;
     }
-    if let Some(dir) = &held.seed_index {
+    if let Some(dir) = &held.extension_dir {
         match fs::remove_dir_all(dir) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
                 return Err(e).with_path("remove", dir);
@@ -159,6 +173,7 @@ fn remove(held: &Held) -> Result<()> {
             _ => sync_parent(dir)?,
         }
     }
+    index::forget(store, id)?;
     if let Some(manifest) = &held.manifest {
         remove_if_present(manifest)?;
         sync_parent(manifest)?;
@@ -177,7 +192,7 @@ fn describe(held: &Held) -> String {
         held.manifest.as_ref().map(|_| "manifest".to_string()),
         count(held.generations.len(), "generation"),
         count(held.conflicts.len(), "conflict"),
-        held.seed_index.as_ref().map(|_| "seed index".to_string()),
+        held.seed_index().then(|| "seed index".to_string()),
     ]
     .into_iter()
     .flatten()

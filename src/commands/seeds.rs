@@ -4,15 +4,17 @@ use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{Cause, Result};
 use crate::seeds::index_folded_session;
 use crate::store::Store;
+use crate::store::lock::Mode;
 
 /// Index folded sessions into the store's seed index
 ///
 /// For each folded session (every one in the store when none is named), extract its seed records —
 /// one `compact` record per compaction and one over its whole active branch, as
 /// `ctxfold-extract-seeds --final` gives them — from the session streamed out of the store, and append
-/// those not yet there to `<store>/context-fold/<session-id>/seed-index.jsonl`. The file is
+/// those not yet there to the session's seed index in the store (a batch object, listed in
+/// seeds/catalog.jsonl; `ctxfold-read-seeds --session ID` prints the index). The index is
 /// append-only and shared with other writers (the Pi extension's records are merged into it): a re-run
-/// adds only what is new. New records take seqs after the highest one in the file and above 1000000,
+/// adds only what is new. New records take seqs after the highest one in the index and above 1000000,
 /// clear of the small seqs the extension's records bring when they are merged in later. Only current
 /// versions are indexed, not the generations kept of them nor conflicts. A folded file that is no Pi
 /// or Codex ledger (any JSONL file, or one folded with `fold --force`) has no seeds: it is skipped
@@ -36,6 +38,10 @@ pub struct SeedsArgs {
 impl Command for SeedsArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
+        // Shared with folds, so that gc does not take the new batches for garbage meanwhile.
+        let _lock = store.lock(Mode::Shared, || {
+            io.note("waiting for the store lock (held by a gc)…")
+        })?;
         let manifests = match self.sessions.is_empty() {
             true => store
                 .manifest_files()?

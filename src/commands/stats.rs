@@ -11,7 +11,8 @@ use crate::store::usage::measure;
 /// bytes: the distinct objects they name, after dedupe. stored bytes: the object files, after
 /// zstd. disk bytes: the blocks actually allocated for the whole store (st_blocks × 512, which
 /// small files round up). Objects are counted by the kind of part that first names them (field or
-/// residual), and unreferenced ones apart. The dedup ratio is logical / unique raw; the compression
+/// residual), and unreferenced ones apart. seed index bytes: the seed indexes' raw lines, kept in
+/// objects (packed and compressed with the rest) listed by seeds/catalog.jsonl. The dedup ratio is logical / unique raw; the compression
 /// ratio is unique raw / stored.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-stats", version, after_long_help = crate::cli::EXIT_STATUS)]
@@ -44,6 +45,7 @@ impl Command for StatsArgs {
                  unique raw bytes   {} ({})\n\
                  stored bytes       {} ({})\n\
                  manifest bytes     {} ({})\n\
+                 seed index bytes   {} ({} raw, in {} objects; catalog {})\n\
                  disk bytes         {} ({})\n\
                  objects            {} ({} field, {} residual, {} unreferenced)\n\
                  dedup ratio        {:.2}\n\
@@ -57,6 +59,10 @@ impl Command for StatsArgs {
                 bytes(usage.stored_bytes),
                 usage.manifest_bytes,
                 bytes(usage.manifest_bytes),
+                usage.seed_index_bytes,
+                bytes(usage.seed_index_bytes),
+                usage.seed_objects,
+                bytes(usage.seed_catalog_bytes),
                 usage.disk_bytes,
                 bytes(usage.disk_bytes),
                 usage.objects,

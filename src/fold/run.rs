@@ -1,7 +1,8 @@
 //! Folding many sessions on every core: each worker reads and segments one session after another
-//! into a pack of its own (its blocks compressed on every core too), and commits what it has read
-//! in groups, each behind one durability barrier: its pack in place first, then the group's
-//! manifests, then their seed indexes and the sources to remove. A worker commits once its group
+//! into a pack of its own (its blocks compressed on every core too), extracts each one's seed
+//! records into the same pack, and commits what it has read in groups, each behind one durability
+//! barrier: its pack in place first, then the group's manifests, then their seed batches listed in
+//! the catalog, then the sources removed. A worker commits once its group
 //! holds [`GROUP_BYTES`] of new objects or [`GROUP_TIME`] has passed, and when it runs out of
 //! sessions; each group's reports reach the caller as it commits, so a run (interrupted, too) says
 //! what it committed as it goes.
@@ -21,8 +22,11 @@ use super::stamps::Stamps;
 use super::{Action, Options, Prepared, Removal, Report, Sink, prepare};
 use crate::digest::Digest;
 use crate::error::{Cause, Error, Result};
+use crate::ledger::FoldedFile;
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
+use crate::seeds::catalog::Catalog;
+use crate::seeds::index::{self, Staged};
 use crate::sources::Found;
 use crate::store::Store;
 use crate::store::generations::{self, Reason};
@@ -42,8 +46,23 @@ pub const GROUP_BYTES: u64 = 512 << 20;
 /// … or once this long has passed since its last commit, so that a person sees lines come.
 pub const GROUP_TIME: Duration = Duration::from_secs(1);
 
-/// A session read, by its place in the run's list, until its report is out.
-type Pending = (Prepared, usize);
+/// A session read, until its report is out.
+struct Pending {
+    prepared: Prepared,
+    /// Its place in the run's list.
+    at: usize,
+    seeds: Seeds,
+}
+
+/// What becomes of a session's seed records once its manifest is committed.
+enum Seeds {
+    /// None to add (not asked, not an agent's session, nothing committed, or they failed).
+    None,
+    /// Extracted, their batch in the worker's pack: to be listed in the catalog.
+    Staged(Box<Staged>),
+    /// The source changed after it was folded: extracted from the store instead.
+    FromStore,
+}
 
 /// What the workers share.
 struct Run<'a> {
@@ -57,6 +76,8 @@ struct Run<'a> {
     next: AtomicUsize,
     /// Sessions whose manifests name an object of another worker's pack not in place yet.
     waiting: Mutex<Vec<Pending>>,
+    /// The seed catalog, as of the last batches listed.
+    catalog: Mutex<Catalog>,
 }
 
 /// Fold `sessions` (see the module comment), handing each group's reports to `group` once it is
@@ -77,6 +98,7 @@ pub fn fold_all(
         claimed: Mutex::new(HashSet::new()),
         next: AtomicUsize::new(0),
         waiting: Mutex::new(Vec::new()),
+        catalog: Mutex::new(Catalog::load(store)?),
     };
     let (sender, reports) = crossbeam_channel::unbounded::<Result<Vec<Report>>>();
     let mut outcome = Ok(());
@@ -146,7 +168,13 @@ impl Run<'_> {
                 let _ = out.send(Ok(vec![report]));
                 continue;
             };
-            pending.push((prepared, at));
+            let mut prepared = prepared;
+            let seeds = self.extract_seeds(found, &mut prepared, full)?;
+            pending.push(Pending {
+                prepared,
+                at,
+                seeds,
+            });
             if full.raw_bytes() >= GROUP_BYTES || since.elapsed() >= GROUP_TIME {
                 let pack = std::mem::replace(full, new_writer()?);
                 let _ = out.send(self.commit_pack_and(pack, std::mem::take(&mut pending)));
@@ -159,30 +187,66 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// The seed records of a session about to be committed, read from its source (which must
+    /// still hold the bytes just folded), their batch added to `pack`.
+    fn extract_seeds(
+        &self,
+        found: &Found,
+        prepared: &mut Prepared,
+        pack: &mut PackWriter,
+    ) -> Result<Seeds> {
+        // Seeds are defined for agent sessions; any other JSONL file is folded without them.
+        let Some(manifest) = prepared
+            .manifest
+            .as_ref()
+            .filter(|_| self.options.seeds && found.agent.is_some())
+        else {
+            return Ok(Seeds::None);
+        };
+        let source = FoldedFile {
+            path: found.path.clone(),
+            source: manifest.source,
+        };
+        let staged = index::records_of(&source).and_then(|records| {
+            let catalog = self.catalog.lock().expect("never poisoned");
+            index::stage(self.store, &catalog, &manifest.session.id, records)
+        });
+        match staged {
+            Ok(mut staged) => {
+                if let Some((digest, bytes)) = staged.take_object() {
+                    pack.add(&digest, &bytes)?;
+                }
+                Ok(Seeds::Staged(Box::new(staged)))
+            }
+            Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => Ok(Seeds::FromStore),
+            Err(e) => {
+                seeds_failed(&mut prepared.report, &e);
+                Ok(Seeds::None)
+            }
+        }
+    }
+
     /// Put a worker's pack in place, then commit its sessions, but those that name an object of
     /// another worker's pack not in place yet: they wait for the run's end.
     fn commit_pack_and(&self, pack: PackWriter, mut group: Vec<Pending>) -> Result<Vec<Report>> {
         let odb = self.store.odb();
         if let Err(e) = odb.commit_pack(pack) {
             // Nothing this pack held can be named: these folds fail, the rest of the run goes on.
-            for (p, _) in group.iter_mut().filter(|(p, _)| p.manifest.is_some()) {
-                p.manifest = None;
-                p.report.fail(&e);
+            for p in group.iter_mut().filter(|p| p.prepared.manifest.is_some()) {
+                p.prepared.manifest = None;
+                p.prepared.report.fail(&e);
             }
         }
         let mut ready = Vec::new();
-        for (prepared, at) in group {
-            let blocked = match &prepared.manifest {
+        for pending in group {
+            let blocked = match &pending.prepared.manifest {
                 Some(manifest) => !self.all_present(manifest)?,
                 None => false,
             };
             if blocked {
-                self.waiting
-                    .lock()
-                    .expect("never poisoned")
-                    .push((prepared, at));
+                self.waiting.lock().expect("never poisoned").push(pending);
             } else {
-                ready.push((prepared, at));
+                ready.push(pending);
             }
         }
         self.commit(ready, true)
@@ -197,11 +261,12 @@ impl Run<'_> {
         Ok(true)
     }
 
-    /// Commit the manifests of `group` (their objects in place), then finish each session: seeds,
-    /// stamp, source removal. `in_worker`: on a worker thread already (no more parallelism).
+    /// Commit the manifests of `group` (their objects in place), list their seed batches, then
+    /// finish each session: stamp, source removal. `in_worker`: on a worker thread already (no
+    /// more parallelism).
     fn commit(&self, mut group: Vec<Pending>, in_worker: bool) -> Result<Vec<Report>> {
         let (store, options) = (self.store, self.options);
-        for (p, _) in group.iter_mut() {
+        for Pending { prepared: p, .. } in group.iter_mut() {
             if let Some(manifest) = p.manifest.as_mut() {
                 fill_stored_bytes(store, manifest)?;
                 // The version this one replaces is kept first, so that no fold loses one.
@@ -223,13 +288,15 @@ impl Run<'_> {
         }
         let manifests: Vec<(&Manifest, bool)> = group
             .iter()
-            .filter_map(|(p, _)| {
+            .filter_map(|Pending { prepared: p, .. }| {
                 Some((p.manifest.as_ref()?, p.keep.is_some() || options.overwrite))
             })
             .collect();
         let results = store.commit_group(&manifests)?;
         let mut results = results.into_iter();
-        for (p, _) in group.iter_mut().filter(|(p, _)| p.manifest.is_some()) {
+        for Pending { prepared: p, .. } in
+            group.iter_mut().filter(|p| p.prepared.manifest.is_some())
+        {
             match results.next().expect("one result per manifest") {
                 Ok(()) if p.keep == Some(Reason::Grown) => {
                     generations::prune_grown(store, &p.report.id)?;
@@ -238,11 +305,40 @@ impl Run<'_> {
                 Err(e) => settle_refused(store, p, e),
             }
         }
-        let finish = |(p, at): Pending| finish(store, &self.sessions[at], p, options, &self.stamps);
+        self.list_seeds(&mut group);
+        let finish = |p: Pending| finish(store, &self.sessions[p.at], p, options, &self.stamps);
         Ok(match in_worker {
             true => group.into_iter().map(finish).collect(),
             false => group.into_par_iter().map(finish).collect(),
         })
+    }
+
+    /// List the staged seed batches of the sessions whose manifests were committed (the others'
+    /// objects are left to gc).
+    fn list_seeds(&self, group: &mut [Pending]) {
+        let mut staged = Vec::new();
+        let mut reports = Vec::new();
+        for pending in group.iter_mut().filter(|p| p.prepared.manifest.is_some()) {
+            match std::mem::replace(&mut pending.seeds, Seeds::None) {
+                Seeds::Staged(s) => {
+                    staged.push(*s);
+                    reports.push(&mut pending.prepared.report);
+                }
+                other => pending.seeds = other,
+            }
+        }
+        if staged.is_empty() {
+            return;
+        }
+        let mut catalog = self.catalog.lock().expect("never poisoned");
+        match index::list(self.store, &mut catalog, staged) {
+            Ok(appended) => {
+                for (report, appended) in reports.into_iter().zip(appended) {
+                    report.seed_records = Some(appended);
+                }
+            }
+            Err(e) => reports.into_iter().for_each(|r| seeds_failed(r, &e)),
+        }
     }
 }
 
@@ -288,31 +384,35 @@ fn settle_refused(store: &Store, prepared: &mut Prepared, e: Error) {
     }
 }
 
-/// After the commit: remember the stamp, index the seeds, remove the source if asked.
+/// A fold that stands although its seed records could not be added.
+fn seeds_failed(report: &mut Report, e: &Error) {
+    report.seeds_failed = true;
+    report.note = Some(format!("folded, but its seed index failed: {e}"));
+    report.status = report.status.worst(e.status());
+}
+
+/// After the commit: remember the stamp, index the seeds the source could not give, remove the
+/// source if asked.
 fn finish(
     store: &Store,
     found: &Found,
-    mut prepared: Prepared,
+    pending: Pending,
     options: &Options,
     stamps: &Stamps,
 ) -> Report {
+    let Pending {
+        mut prepared,
+        seeds,
+        ..
+    } = pending;
     let committed = prepared.manifest.take();
     if let (Some(manifest), Some(stamp)) = (&committed, &prepared.stamp) {
         stamps.record(&found.path, stamp, &manifest.source);
     }
-    let report = &mut prepared.report;
-    // Seeds are defined for agent sessions; any other JSONL file is folded without them.
-    if let Some(manifest) = &committed
-        && options.seeds
-        && found.agent.is_some()
-    {
-        match crate::seeds::index_folded_source(store, manifest, &found.path) {
-            Ok(records) => report.seed_records = Some(records),
-            Err(e) => {
-                report.seeds_failed = true;
-                report.note = Some(format!("folded, but its seed index failed: {e}"));
-                report.status = report.status.worst(e.status());
-            }
+    if let (Some(manifest), Seeds::FromStore) = (&committed, seeds) {
+        match index::index_folded_session(store, manifest) {
+            Ok(records) => prepared.report.seed_records = Some(records),
+            Err(e) => seeds_failed(&mut prepared.report, &e),
         }
     }
     if let Some(manifest) = committed.as_ref().or(prepared.current.as_ref()) {

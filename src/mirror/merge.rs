@@ -15,8 +15,11 @@
 //! session this store holds with the same source is skipped; of two different folds of one
 //! session, the one whose bytes extend the other's (the same rollout folded later) is kept, and
 //! otherwise both are kept, the remote's at `manifests/conflicts/<id>@<12 hex of its source
-//! sha256>.json`. Files in `manifests/` subfolders are added when new. Seed-index files become
-//! the union of their lines; other `context-fold/` files are added when new.
+//! sha256>.json`. Files in `manifests/` subfolders are added when new. Seed indexes become the
+//! union of their lines: the lines of each batch of the remote's seed catalog that this store does
+//! not list (its object checked present and of its size first), and of each seed index file an
+//! older store keeps in `context-fold/`, that a session's index lacks are appended to it. Other
+//! `context-fold/` files are added when new.
 //!
 //! Manifests are trusted for their bytes only: every manifest added whose session restore will
 //! not place by itself (its `rollout_path` is not an agent's place for it, see `agents::place`) is
@@ -36,11 +39,12 @@ use super::{GitContext, Mirror};
 use crate::agents::place::place;
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
+use crate::seeds::catalog::{self, Batch, Catalog};
+use crate::seeds::index::{union_file, union_lines};
 use crate::store::atomic::write_file;
 use crate::store::lock::Mode;
 use crate::store::manifest::Manifest;
-use crate::store::union::union_lines;
-use crate::store::{Store, create_private_dir};
+use crate::store::{Store, check_session_id, create_private_dir};
 
 /// The file seed indexes live in, merged line by line.
 const SEED_INDEX: &str = "seed-index.jsonl";
@@ -57,6 +61,7 @@ pub struct Report {
     pub conflicts: Vec<Conflict>,
     /// Other manifests added under `manifests/` subfolders (generations, others' conflicts).
     pub manifests_added: u64,
+    /// Lines appended to seed indexes.
     pub seed_lines_added: u64,
     pub files_added: u64,
     /// Manifests added whose sessions restore will not place without `--to`.
@@ -154,6 +159,12 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
         })
         .map_err(|e| e.context("refused the remote's context-fold files, nothing was applied"))?;
     }
+    if let Some(id) = sub("seeds") {
+        plan.walk(id, &mut Vec::new(), &mut |plan, rel, entry| {
+            plan.seed_catalog(rel, entry)
+        })
+        .map_err(|e| e.context("refused the remote's seed catalog, nothing was applied"))?;
+    }
     let steps = std::mem::take(&mut plan.steps);
     apply(store, &staged, &packs, &objects, &dictionaries, steps)
 }
@@ -168,8 +179,10 @@ enum Step {
         rel: String,
         conflict: Option<String>,
     },
-    /// Union a staged seed index into the local one.
-    Union { staged: PathBuf, rel: String },
+    /// Merge a staged seed index file of an older store into `session`'s index.
+    Union { staged: PathBuf, session: String },
+    /// Merge the lines of the remote's seed batches this store does not list.
+    Seeds { batches: Vec<Batch> },
     /// Add a staged `context-fold/` file.
     Add { staged: PathBuf, rel: String },
 }
@@ -459,24 +472,69 @@ impl<'a> Planner<'a> {
         if same_blob(&local, entry.oid)? {
             return Ok(());
         }
-        let is_seed_index = rel.last() == Some(&SEED_INDEX);
-        if local.exists() && !is_seed_index {
+        let seed_index = match rel {
+            [session, SEED_INDEX] => Some(check_session_id(session).map(|()| session.to_string())?),
+            _ => None,
+        };
+        if local.exists() && seed_index.is_none() {
             return Ok(());
         }
         let staged = self.staged.context_fold_dir().join(&rel_path);
         create_private_dir(staged.parent().expect("has a parent"))?;
         self.write_blob(entry.oid, &staged)?;
-        self.steps.push(if local.exists() {
-            Step::Union {
+        self.steps.push(match seed_index {
+            Some(session) => Step::Union { staged, session },
+            None => Step::Add {
                 staged,
                 rel: rel_path,
-            }
-        } else {
-            Step::Add {
-                staged,
-                rel: rel_path,
-            }
+            },
         });
+        Ok(())
+    }
+
+    /// A file of the remote's `seeds/`: its catalog, whose batches this store does not list are
+    /// merged once their objects (staged or here) are checked present and of their size.
+    fn seed_catalog(&mut self, rel: &[&str], entry: &Entry) -> Result<()> {
+        if rel != ["catalog.jsonl"] {
+            return Err(Error::corrupt(format!(
+                "unexpected file seeds/{}",
+                rel.join("/")
+            )));
+        }
+        let local = Catalog::load(self.store)?;
+        let blob = self
+            .mirror
+            .repo()
+            .find_blob(entry.oid)
+            .git(|| format!("read blob {}", entry.oid))?;
+        let mut batches = Vec::new();
+        // A last line without its `\n` was being written when the remote's tree was taken.
+        let whole = blob.data.len() - blob.data.iter().rev().take_while(|&&b| b != b'\n').count();
+        for (n, line) in blob.data[..whole].split(|&b| b == b'\n').enumerate() {
+            if line.is_empty() || line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let batch = catalog::parse(line)
+                .map_err(|why| Error::corrupt(format!("seeds/catalog.jsonl:{}: {why}", n + 1)))?;
+            if local.of(&batch.session).any(|b| b.object == batch.object) {
+                continue;
+            }
+            let odb = match self.staged.odb().contains(&batch.object)? {
+                true => self.staged.odb(),
+                false => self.store.odb(),
+            };
+            let size = odb.read_to_vec(&batch.object, None).map(|b| b.len() as u64);
+            if size.as_ref().ok() != Some(&batch.bytes) {
+                return Err(Error::corrupt(format!(
+                    "the remote's seed catalog names object {} of {} bytes (session {}), which it does not hold",
+                    batch.object, batch.bytes, batch.session
+                )));
+            }
+            batches.push(batch);
+        }
+        if !batches.is_empty() {
+            self.steps.push(Step::Seeds { batches });
+        }
         Ok(())
     }
 
@@ -646,9 +704,16 @@ fn apply(
                     None => report.manifests_added += 1,
                 }
             }
-            Step::Union { staged, rel } => {
-                let target = store.context_fold_dir().join(&rel);
-                report.seed_lines_added += union_lines(&store.tmp_dir(), &target, &staged)? as u64;
+            Step::Union { staged, session } => {
+                report.seed_lines_added += union_file(store, &session, &staged)? as u64;
+            }
+            Step::Seeds { batches } => {
+                for batch in batches {
+                    let bytes = store.odb().read_to_vec(&batch.object, Some(batch.bytes))?;
+                    let what = Path::new("seeds").join(batch.object.to_hex());
+                    report.seed_lines_added +=
+                        union_lines(store, &batch.session, &mut &bytes[..], &what)? as u64;
+                }
             }
             Step::Add { staged, rel } => {
                 let target = store.context_fold_dir().join(&rel);

@@ -1,12 +1,12 @@
 //! The store as a git tree: `manifests/` (with its subfolders), `objects/<2 hex>/`, the packs,
-//! `context-fold/` and the registrations `dictionaries/<sha256>` (not `dictionaries/CURRENT`: which
+//! `seeds/` (the seed catalog), `context-fold/` and the registrations `dictionaries/<sha256>` (not `dictionaries/CURRENT`: which
 //! dictionary new objects are written with is each machine's own choice), each file a blob holding
 //! the file's bytes as they are (objects stay zstd).
 //!
 //! Incremental against the previous commit's tree, one directory at a time (memory follows the
 //! largest directory, not the store): an object file is immutable and named by its content, so an
 //! object path already in the previous tree is reused without being read; every other file
-//! (manifests, seed indexes: small, and they can change) is re-hashed, and written only when new.
+//! (manifests, the seed catalog: small, and they can change) is re-hashed, and written only when new.
 //! Blobs and trees already in the repository are hashed but not written again.
 
 use std::collections::HashMap;
@@ -25,12 +25,13 @@ use crate::store::Store;
 
 /// The store folders that are mirrored, and whether their files are immutable (a registration is
 /// an empty file named by its dictionary object; a pack is named by its content).
-const FOLDERS: [(&str, bool); 5] = [
+const FOLDERS: [(&str, bool); 6] = [
     ("context-fold", false),
     ("dictionaries", true),
     ("manifests", false),
     ("objects", true),
     (crate::odb::pack::DIR, true),
+    ("seeds", false),
 ];
 
 impl Mirror {

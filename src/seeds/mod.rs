@@ -1,7 +1,8 @@
 //! The seed index: records of what a session's folded history holds (files, commands, errors,
 //! identifiers, user intents) with span pointers back into its ledger, as `seed-index-v2.md` and the
-//! context-fold extension define them. Extraction, the union reader, the store's index and recall.
+//! context-fold extension define them. Extraction, the union reader, the store's index (its catalog) and recall.
 
+pub mod catalog;
 pub mod extract;
 pub mod index;
 pub mod lexicon;
@@ -10,4 +11,4 @@ pub mod recall;
 pub mod record;
 pub mod union;
 
-pub use index::{index_folded_session, index_folded_source};
+pub use index::index_folded_session;

@@ -7,6 +7,8 @@ use std::path::Path;
 
 use regex::Regex;
 
+use super::catalog::Catalog;
+use super::index;
 use super::record::{FoldIndex, Span, command_text, error_text};
 use super::union::Union;
 use crate::error::Result;
@@ -97,20 +99,13 @@ pub fn recall(
     query: &Query<'_>,
     emit: &mut dyn FnMut(Event) -> Result<()>,
 ) -> Result<()> {
-    let dir = store.context_fold_dir();
-    let mut sessions: Vec<String> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    sessions.sort();
-    for session in sessions {
+    let catalog = Catalog::load(store)?;
+    for session in index::sessions(store, &catalog)? {
         if query.session.is_some_and(|s| s != session) {
             continue;
         }
         let mut union = Union::default();
-        if !union.read_file(&dir.join(&session).join("seed-index.jsonl"))? {
+        if !index::read_union(store, &catalog, &session, &mut union)? {
             continue;
         }
         recall_session(store, &session, union.records(), query, emit)?;

@@ -18,6 +18,7 @@ use super::manifest::Manifest;
 use crate::digest::Digest;
 use crate::error::Result;
 use crate::odb::{Listed, Place};
+use crate::seeds::catalog::{self, Catalog};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
@@ -50,6 +51,10 @@ pub enum Finding {
     Unreferenced {
         digest: Digest,
     },
+    /// A line of the seed catalog that names no batch: `catalog.jsonl:N: why`.
+    BadCatalogLine {
+        why: String,
+    },
 }
 
 impl Finding {
@@ -77,6 +82,7 @@ impl fmt::Display for Finding {
                 }
             }
             Self::StrayFile { path } => write!(f, "stray file {}", path.display()),
+            Self::BadCatalogLine { why } => write!(f, "bad seed catalog line {why}"),
             Self::BadReconstruction { path, why } => {
                 write!(f, "bad reconstruction {}: {why}", path.display())
             }
@@ -131,6 +137,23 @@ pub fn check(
             report(Finding::MissingObject {
                 digest: *digest,
                 manifest: odb.dictionaries_dir().join(digest.to_hex()),
+            })?;
+        }
+    }
+    // The seed catalog's batches are roots too; the catalog names the missing one.
+    let catalog = Catalog::load(store)?;
+    for why in &catalog.problems {
+        report(Finding::BadCatalogLine { why: why.clone() })?;
+    }
+    for batch in catalog.batches() {
+        let digest = batch.object;
+        if sizes.insert(digest, batch.bytes).is_none() && !odb.contains(&digest)? {
+            missing.insert(digest);
+        }
+        if missing.contains(&digest) {
+            report(Finding::MissingObject {
+                digest,
+                manifest: catalog::path(store),
             })?;
         }
     }

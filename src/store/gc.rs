@@ -11,8 +11,9 @@
 //! pack they reuse.
 //!
 //! The roots are every manifest under `manifests/`, its subfolders included (`generations/`,
-//! `conflicts/`), and every registered dictionary. If any manifest cannot be read, nothing is
-//! removed: an unreadable manifest may name objects that would otherwise look unreferenced. The
+//! `conflicts/`), the seed catalog's batches and every registered dictionary. If any manifest or
+//! catalog line cannot be read, nothing is removed: it may name objects that would otherwise look
+//! unreferenced. The
 //! reference implementation's pack generation (`packs/`) is never touched.
 
 use std::collections::{HashMap, HashSet};
@@ -22,10 +23,12 @@ use std::time::SystemTime;
 
 use super::Store;
 use crate::digest::Digest;
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::odb::pack::PackOptions;
 use crate::odb::repack::{Fate, Repacked, Sources, repack};
 use crate::odb::{Listed, Place};
+use crate::seeds::catalog::Catalog;
+use crate::seeds::index;
 
 /// More packs than this after a collection are merged into one (all but the largest).
 pub const MAX_PACKS: usize = 8;
@@ -33,13 +36,15 @@ pub const MAX_PACKS: usize = 8;
 /// The objects manifests name, each once, in the order sessions name them, and every root.
 pub struct Roots {
     pub set: HashSet<Digest>,
-    /// Objects in manifest order then part order: what a new pack is written in, so that each
-    /// session's objects sit together.
+    /// Objects in manifest order then part order, then the seed batches in catalog order: what a
+    /// new pack is written in, so that each session's objects sit together and the seed indexes
+    /// (read together by recall, and alike across forks) share blocks.
     pub order: Vec<Digest>,
 }
 
-/// Every object named by a manifest but those in `dropping` (manifests about to be removed), and
-/// every registered zstd dictionary. Fails, naming the file, when any manifest cannot be read.
+/// Every object named by a manifest but those in `dropping` (manifests about to be removed), by
+/// the seed catalog, and every registered zstd dictionary. Fails, naming the file, when any
+/// manifest or catalog line cannot be read.
 pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<Roots> {
     let mut set = HashSet::new();
     let mut order = Vec::new();
@@ -54,6 +59,17 @@ pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<Roots> {
             if set.insert(digest) {
                 order.push(digest);
             }
+        }
+    }
+    let catalog = Catalog::load(store)?;
+    if let Some(problem) = catalog.problems.first() {
+        return Err(Error::corrupt(format!(
+            "{problem}; gc removes nothing while a catalog line is unreadable (see ctxfold fsck)"
+        )));
+    }
+    for digest in index::objects(&catalog) {
+        if set.insert(digest) {
+            order.push(digest);
         }
     }
     // Objects, not manifests, decide which dictionaries are still needed (see dictionaries.rs).

@@ -62,7 +62,7 @@ pub fn unpack_to(store: &Store, dir: &Path) -> Result<Unpacked> {
     }
     let copy = Store::init(dir)?;
     let unpacked = unpack(store.odb(), copy.odb())?;
-    for name in ["manifests", "context-fold", "dictionaries"] {
+    for name in ["manifests", "seeds", "context-fold", "dictionaries"] {
         copy_tree(
             &store.root().join(name),
             &copy.root().join(name),

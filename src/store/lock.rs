@@ -4,6 +4,9 @@
 //! at once; gc holds it exclusive, so it never deletes while a writer is between writing an object
 //! and committing the manifest that names it. The reference implementation takes it exclusive and
 //! non-blocking for its folds, so the two never interleave on one store.
+//!
+//! Files that several writers append to take a lock of their own beside it
+//! ([`Store::lock_file`]), held only for the append.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
@@ -56,8 +59,21 @@ impl Store {
         }
     }
 
+    /// Take `<store>/locks/<name>.lock` exclusive, waiting for it: the lock of one file that
+    /// several writers change (the seed catalog).
+    pub fn lock_file(&self, name: &str) -> Result<StoreLock> {
+        let (file, path) = self.open_lock(name)?;
+        flock(&file, FlockOperation::LockExclusive)
+            .map_err(|e| Error::io("lock", &path, e.into()))?;
+        Ok(StoreLock { _file: file })
+    }
+
     fn open_lock_file(&self) -> Result<(File, PathBuf)> {
-        let path = self.locks_dir().join("objects.lock");
+        self.open_lock("objects")
+    }
+
+    fn open_lock(&self, name: &str) -> Result<(File, PathBuf)> {
+        let path = self.locks_dir().join(format!("{name}.lock"));
         super::create_private_dir(&self.locks_dir())?;
         let file = OpenOptions::new()
             .read(true)

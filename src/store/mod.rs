@@ -4,15 +4,19 @@
 //! <store>/manifests/<session-id>.json                  fold-v1 manifests
 //! <store>/manifests/generations/<session-id>/…json     earlier versions, kept (see `generations`)
 //! <store>/objects/<2 hex>/<sha256>.zst                 immutable zstd objects named by raw sha256
-//! <store>/context-fold/<session-id>/seed-index.jsonl   seed index records
+//! <store>/packs-ctxfold/<sha256>.pack, .idx            packed objects (see `odb`)
+//! <store>/seeds/catalog.jsonl                          where each session's seed index is (objects)
+//! <store>/context-fold/<session-id>/                   the extension's other files; older stores'
+//!                                                      seed-index.jsonl (read, moved by gc)
 //! <store>/dictionaries/<sha256>                        registered zstd dictionaries (objects too)
 //! <store>/dictionaries/CURRENT                         the dictionary new objects are written with
 //! <store>/tmp/                                         temp files, renamed into place
 //! <store>/locks/objects.lock                           flock shared with the reference implementation
+//! <store>/locks/seeds.lock                             held while the seed catalog is appended to
 //! ```
 //!
 //! This module knows nothing of sessions' contents or of ledgers; see `segment` for how bytes
-//! become parts and `objects`, `manifest`, `reconstruct` for the rest of the engine.
+//! become parts, `odb` for objects and `manifest`, `reconstruct` for the rest of the engine.
 
 pub mod atomic;
 pub mod commit;
@@ -25,7 +29,6 @@ pub mod manifest;
 pub mod private;
 pub mod reconstruct;
 pub mod restore_temp;
-pub mod union;
 pub mod usage;
 pub mod writer;
 
@@ -138,6 +141,11 @@ impl Store {
 
     pub fn context_fold_dir(&self) -> PathBuf {
         self.root.join("context-fold")
+    }
+
+    /// Where the seed catalog lives (see `seeds::catalog`).
+    pub fn seeds_dir(&self) -> PathBuf {
+        self.root.join("seeds")
     }
 
     /// `manifests/<id>.json`, for an id already checked by [`check_session_id`].

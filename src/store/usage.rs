@@ -13,6 +13,8 @@ use super::manifest::PartKind;
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 use crate::odb::{Listed, Place};
+use crate::seeds::catalog::{self, Catalog};
+use crate::seeds::index;
 
 #[derive(Debug, Default, Serialize)]
 pub struct Usage {
@@ -32,6 +34,8 @@ pub struct Usage {
     /// Objects first named as a field part, and as a residual part.
     pub field_objects: u64,
     pub residual_objects: u64,
+    /// Objects holding seed index batches (see `seeds::catalog`).
+    pub seed_objects: u64,
     pub unreferenced_objects: u64,
     pub loose_objects: u64,
     /// The loose object files' sizes.
@@ -45,6 +49,11 @@ pub struct Usage {
     /// Loose files and packs: what the objects take after zstd.
     pub stored_bytes: u64,
     pub manifest_bytes: u64,
+    /// The seed indexes' raw bytes: the catalog's batches and the files older stores keep in
+    /// `context-fold/`.
+    pub seed_index_bytes: u64,
+    /// The seed catalog's own size.
+    pub seed_catalog_bytes: u64,
     /// logical / unique raw.
     pub dedup_ratio: f64,
     /// unique raw / stored.
@@ -78,6 +87,23 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
             PartKind::Residual => usage.residual_objects += 1,
         }
     }
+    let catalog = Catalog::load(store)?;
+    problems.extend(catalog.problems.iter().cloned());
+    let mut seeds = HashSet::new();
+    for batch in catalog.batches() {
+        usage.seed_index_bytes += batch.bytes;
+        seeds.insert(batch.object);
+    }
+    usage.seed_objects = seeds.len() as u64;
+    for id in index::legacy_sessions(store)? {
+        let path = index::legacy_path(store, &id)?;
+        usage.seed_index_bytes += fs::metadata(&path).with_path("stat", &path)?.len();
+    }
+    usage.seed_catalog_bytes = match fs::metadata(catalog::path(store)) {
+        Ok(meta) => meta.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e).with_path("stat", &catalog::path(store)),
+    };
     let odb = store.odb();
     for member in odb.packs()? {
         usage.packs += 1;
@@ -98,7 +124,8 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
         }
         if seen.insert(digest) {
             usage.objects += 1;
-            usage.unreferenced_objects += u64::from(!kinds.contains_key(&digest));
+            usage.unreferenced_objects +=
+                u64::from(!kinds.contains_key(&digest) && !seeds.contains(&digest));
         }
     }
     usage.stored_bytes = usage.loose_bytes + usage.pack_bytes;

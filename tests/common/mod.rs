@@ -288,6 +288,38 @@ impl Env {
         }
     }
 
+    /// Session `id`'s seed index as the store at `store` keeps it: its batches' bytes in the order
+    /// seeds/catalog.jsonl lists them, each read with `ctxfold-cat-object -p` (empty: none).
+    pub fn stored_seed_index(&self, store: &Path, id: &str) -> String {
+        let catalog =
+            std::fs::read_to_string(store.join("seeds/catalog.jsonl")).unwrap_or_default();
+        let mut index = String::new();
+        for line in catalog.lines() {
+            let batch: serde_json::Value = serde_json::from_str(line).unwrap();
+            if batch["session"] != id {
+                continue;
+            }
+            let object = batch["object"].as_str().unwrap();
+            let run = self.run(
+                "ctxfold-cat-object",
+                [
+                    OsStr::new("--store"),
+                    store.as_os_str(),
+                    OsStr::new("-p"),
+                    OsStr::new(object),
+                ],
+            );
+            let run = run.ok();
+            assert_eq!(
+                run.stdout.len() as u64,
+                batch["bytes"].as_u64().unwrap(),
+                "{line}"
+            );
+            index.push_str(std::str::from_utf8(&run.stdout).unwrap());
+        }
+        index
+    }
+
     /// Every file under `dir` with its bytes, sorted: for "nothing changed on disk" checks.
     pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         let mut out = Vec::new();
