@@ -169,7 +169,7 @@ impl Run<'_> {
                 continue;
             };
             let mut prepared = prepared;
-            let seeds = self.extract_seeds(found, &mut prepared, full)?;
+            let seeds = self.extract_seeds(found, &mut prepared);
             pending.push(Pending {
                 prepared,
                 at,
@@ -188,20 +188,15 @@ impl Run<'_> {
     }
 
     /// The seed records of a session about to be committed, read from its source (which must
-    /// still hold the bytes just folded), their batch added to `pack`.
-    fn extract_seeds(
-        &self,
-        found: &Found,
-        prepared: &mut Prepared,
-        pack: &mut PackWriter,
-    ) -> Result<Seeds> {
+    /// still hold the bytes just folded), staged.
+    fn extract_seeds(&self, found: &Found, prepared: &mut Prepared) -> Seeds {
         // Seeds are defined for agent sessions; any other JSONL file is folded without them.
         let Some(manifest) = prepared
             .manifest
             .as_ref()
             .filter(|_| self.options.seeds && found.agent.is_some())
         else {
-            return Ok(Seeds::None);
+            return Seeds::None;
         };
         let source = FoldedFile {
             path: found.path.clone(),
@@ -212,25 +207,33 @@ impl Run<'_> {
             index::stage(self.store, &catalog, &manifest.session.id, records)
         });
         match staged {
-            Ok(mut staged) => {
-                if let Some((digest, bytes)) = staged.take_object() {
-                    pack.add(&digest, &bytes)?;
-                }
-                Ok(Seeds::Staged(Box::new(staged)))
-            }
-            Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => Ok(Seeds::FromStore),
+            Ok(staged) => Seeds::Staged(Box::new(staged)),
+            Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => Seeds::FromStore,
             Err(e) => {
                 seeds_failed(&mut prepared.report, &e);
-                Ok(Seeds::None)
+                Seeds::None
             }
         }
     }
 
     /// Put a worker's pack in place, then commit its sessions, but those that name an object of
     /// another worker's pack not in place yet: they wait for the run's end.
-    fn commit_pack_and(&self, pack: PackWriter, mut group: Vec<Pending>) -> Result<Vec<Report>> {
+    fn commit_pack_and(
+        &self,
+        mut pack: PackWriter,
+        mut group: Vec<Pending>,
+    ) -> Result<Vec<Report>> {
         let odb = self.store.odb();
-        if let Err(e) = odb.commit_pack(pack) {
+        // The group's seed batches go last, together: recall reads them together, and the batches
+        // of forks compress together.
+        let batches = group.iter_mut().try_for_each(|p| match &mut p.seeds {
+            Seeds::Staged(staged) => match staged.take_object() {
+                Some((digest, bytes)) => pack.add(&digest, &bytes).map(drop),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        });
+        if let Err(e) = batches.and_then(|()| odb.commit_pack(pack)) {
             // Nothing this pack held can be named: these folds fail, the rest of the run goes on.
             for p in group.iter_mut().filter(|p| p.prepared.manifest.is_some()) {
                 p.prepared.manifest = None;

@@ -22,17 +22,67 @@ pub struct Union {
     pub notes: Vec<String>,
 }
 
+/// The fields of a line the union rules look at, read without building the rest.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default)]
+    v: Option<Value>,
+    #[serde(default)]
+    seq: Option<Value>,
+    #[serde(default)]
+    kind: Option<Value>,
+}
+
 impl Union {
-    pub fn read(&mut self, reader: impl BufRead, what: &str) -> Result<()> {
-        for (n, line) in reader.split(b'\n').enumerate() {
-            let line = line.context(|| format!("read {what}"))?;
+    pub fn read(&mut self, mut reader: impl BufRead, what: &str) -> Result<()> {
+        let mut line = Vec::new();
+        for n in 1.. {
+            line.clear();
+            if reader
+                .read_until(b'\n', &mut line)
+                .context(|| format!("read {what}"))?
+                == 0
+            {
+                break;
+            }
+            let body = line.strip_suffix(b"\n").unwrap_or(&line);
             self.position += 1;
-            if line.iter().all(u8::is_ascii_whitespace) {
+            if body.iter().all(u8::is_ascii_whitespace) || self.common_line(body) {
                 continue;
             }
-            self.line(&line, &format!("{what}:{}", n + 1));
+            self.line(body, &format!("{what}:{n}"));
         }
         Ok(())
+    }
+
+    /// A well-formed record of a version this reader understands, taken without building a
+    /// `Value` of the whole line first (recall reads every record of every session); false for
+    /// any other line, left to [`Union::line`], which decides the same for these.
+    fn common_line(&mut self, line: &[u8]) -> bool {
+        if line.trim_ascii_start().first() != Some(&b'{') {
+            return false;
+        }
+        let Ok(head) = serde_json::from_slice::<Head>(line) else {
+            return false;
+        };
+        if head.v.as_ref().and_then(Value::as_u64).unwrap_or(1) > UNDERSTOOD {
+            return false;
+        }
+        let seq = head.seq.as_ref().and_then(Value::as_u64);
+        match (head.kind.as_ref().and_then(Value::as_str), seq) {
+            (Some("fold-retract"), Some(seq)) => {
+                self.live.remove(&seq);
+                true
+            }
+            (Some("fold-index"), Some(_)) => match serde_json::from_slice::<FoldIndex>(line) {
+                Ok(record) => {
+                    self.live.insert(record.seq, (self.position, record));
+                    true
+                }
+                Err(_) => false,
+            },
+            _ => false,
+        }
     }
 
     fn line(&mut self, line: &[u8], at: &str) {
