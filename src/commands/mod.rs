@@ -172,6 +172,14 @@ impl SettingsArgs {
     }
 }
 
+/// `--agent AGENT`: only the sessions of these agents.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Only the sessions of this agent (repeatable): under its home, or among the PATHS named
+    #[arg(long = "agent", value_name = "AGENT", value_enum)]
+    pub agents: Vec<crate::agents::Agent>,
+}
+
 /// `--level N`: the zstd level new objects are written at.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LevelArgs {
