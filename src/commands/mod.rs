@@ -93,7 +93,7 @@ pub fn dispatcher() -> clap::Command {
         .version(env!("CARGO_PKG_VERSION"))
         .about("Keep, shrink, search and sync the history of AI coding-agent sessions")
         .long_about(
-            "ctxfold keeps Codex and Pi session transcripts in a deduplicating, content-addressed, \
+            "ctxfold keeps Codex, Pi and Claude Code session transcripts in a deduplicating, content-addressed, \
              zstd-compressed store from which every file comes back byte for byte.\n\n\
              `ctxfold <command>` runs a porcelain command built into the dispatcher, or else executes \
              `ctxfold-<command>` from the exec path: --exec-path=DIR or $CTXFOLD_EXEC_PATH, then \

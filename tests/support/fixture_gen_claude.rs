@@ -259,7 +259,10 @@ pub fn session() -> Vec<u8> {
         "api-request-shape",
         vec![
             ("shapeHash", json!(shape)),
-            ("shape", json!({"tools": ["Agent", "Bash", "Edit", "Read", "Write"], "system": rng.hex(64)})),
+            (
+                "shape",
+                json!({"tools": ["Agent", "Bash", "Edit", "Read", "Write"], "system": rng.hex(64)}),
+            ),
         ],
     );
     w.record(
@@ -297,7 +300,8 @@ pub fn session() -> Vec<u8> {
     );
     w.bash("cargo test -p ledger", &log, Some(101));
     let big = job_log(&mut rng, 400);
-    let saved = format!("/home/dev/.claude/projects/-home-dev-shop/{SESSION}/tool-results/b7k2x9q1.txt");
+    let saved =
+        format!("/home/dev/.claude/projects/-home-dev-shop/{SESSION}/tool-results/b7k2x9q1.txt");
     let preview = format!(
         "<persisted-output>\nOutput too large ({:.1}KB). Full output saved to: {saved}\n\nPreview (first 2KB):\n{}\n...\n</persisted-output>",
         big.len() as f64 / 1024.0,
@@ -312,7 +316,11 @@ pub fn session() -> Vec<u8> {
             "persistedOutputPath": saved, "persistedOutputSize": big.len()}),
     );
     let traceback = "Traceback (most recent call last):\n  File \"/home/dev/shop/tools/reconcile.py\", line 41, in <module>\n    main()\n  File \"/home/dev/shop/tools/reconcile.py\", line 37, in main\n    total = sum(int(row[\"amount\"]) for row in rows)\nKeyError: 'amount'";
-    w.bash("python3 tools/reconcile.py --since 2026-11-01", traceback, Some(1));
+    w.bash(
+        "python3 tools/reconcile.py --since 2026-11-01",
+        traceback,
+        Some(1),
+    );
     let helper = source_file(&mut rng, 6);
     w.call(
         "Write",
@@ -354,7 +362,10 @@ pub fn session() -> Vec<u8> {
     w.record(
         "last-prompt",
         vec![
-            ("lastPrompt", json!("Run the ledger tests and fix what fails. Keep the public API as it is.")),
+            (
+                "lastPrompt",
+                json!("Run the ledger tests and fix what fails. Keep the public API as it is."),
+            ),
             ("leafUuid", json!(last)),
         ],
     );
@@ -366,14 +377,20 @@ pub fn session() -> Vec<u8> {
         vec![
             ("totalCostUSD", json!(0.4182)),
             ("totalAPIDuration", json!(48_211)),
-            ("modelUsage", json!({"claude-sonnet-5": {"inputTokens": 91_000, "outputTokens": 2_140}})),
+            (
+                "modelUsage",
+                json!({"claude-sonnet-5": {"inputTokens": 91_000, "outputTokens": 2_140}}),
+            ),
         ],
     );
 
     // A person's `!` command and its output.
     w.row(
         "user",
-        vec![("message", json!({"role": "user", "content": "<bash-input>git status --short</bash-input>"}))],
+        vec![(
+            "message",
+            json!({"role": "user", "content": "<bash-input>git status --short</bash-input>"}),
+        )],
     );
     w.row(
         "user",
@@ -462,8 +479,14 @@ pub fn session() -> Vec<u8> {
         json!({"type": "text", "text": "The reconcile tool reads data/payments.csv only."}),
         4_100,
     );
-    w.record("custom-title", vec![("customTitle", json!("Ledger refund fixes"))]);
-    w.record("agent-name", vec![("agentName", json!("Ledger refund fixes"))]);
+    w.record(
+        "custom-title",
+        vec![("customTitle", json!("Ledger refund fixes"))],
+    );
+    w.record(
+        "agent-name",
+        vec![("agentName", json!("Ledger refund fixes"))],
+    );
     w.bytes()
 }
 
@@ -473,7 +496,10 @@ pub fn subagent() -> Vec<u8> {
     let mut w = Writer::new(0x0f1d_c0a1, SESSION, Some(AGENT));
     w.row(
         "user",
-        vec![("message", json!({"role": "user", "content": "List the files tools/reconcile.py reads."}))],
+        vec![(
+            "message",
+            json!({"role": "user", "content": "List the files tools/reconcile.py reads."}),
+        )],
     );
     w.bash(
         "grep -n open tools/reconcile.py",
@@ -496,7 +522,11 @@ pub fn legacy() -> Vec<u8> {
     let mut rng = Rng(0x0f1d_c002);
     let cwd = "/home/dev/queue";
     let ids: Vec<String> = (0..7).map(|_| uuid(&mut rng)).collect();
-    let row = |i: usize, parent: Option<&str>, sidechain: bool, kind: &str, rest: Vec<(&'static str, Value)>| {
+    let row = |i: usize,
+               parent: Option<&str>,
+               sidechain: bool,
+               kind: &str,
+               rest: Vec<(&'static str, Value)>| {
         let mut fields = vec![
             ("parentUuid", json!(parent)),
             ("isSidechain", json!(sidechain)),
@@ -520,29 +550,87 @@ pub fn legacy() -> Vec<u8> {
             ("summary", json!("Flaky queue drain test")),
             ("leafUuid", json!(ids[5])),
         ]),
-        row(0, None, false, "user", vec![("message", json!({"role": "user", "content": "why does queue::drains_in_order fail one run in ten?"}))]),
-        row(1, Some(&ids[0]), false, "assistant", vec![
-            ("message", json!({"id": format!("msg_{}", rng.hex(24)), "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+        row(
+            0,
+            None,
+            false,
+            "user",
+            vec![(
+                "message",
+                json!({"role": "user", "content": "why does queue::drains_in_order fail one run in ten?"}),
+            )],
+        ),
+        row(
+            1,
+            Some(&ids[0]),
+            false,
+            "assistant",
+            vec![
+                (
+                    "message",
+                    json!({"id": format!("msg_{}", rng.hex(24)), "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
                 "content": [{"type": "text", "text": "Let me run it a few times."},
                     {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "for i in 1 2 3; do cargo test -q queue::drains_in_order; done", "description": "Run the test three times"}}],
-                "stop_reason": null, "usage": {"input_tokens": 4, "cache_creation_input_tokens": 2_100, "cache_read_input_tokens": 11_000, "output_tokens": 95}})),
-            ("requestId", json!(format!("req_{}", rng.hex(24)))),
-        ]),
-        row(2, Some(&ids[1]), false, "progress", vec![("data", json!({"type": "bash_progress", "output": "running 1 test", "elapsedTimeSeconds": 3}))]),
-        row(3, Some(&ids[2]), false, "user", vec![
-            ("message", json!({"role": "user", "content": [{"tool_use_id": call, "type": "tool_result", "content": format!("Exit code 101\n{test_log}"), "is_error": true}]})),
-            ("toolUseResult", json!(format!("Error: Exit code 101\n{test_log}"))),
-        ]),
-        row(4, Some(&ids[3]), true, "user", vec![("message", json!({"role": "user", "content": "Find where the queue spawns its drain thread."}))]),
-        row(5, Some(&ids[3]), false, "assistant", vec![
-            ("message", json!({"id": format!("msg_{}", rng.hex(24)), "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                "stop_reason": null, "usage": {"input_tokens": 4, "cache_creation_input_tokens": 2_100, "cache_read_input_tokens": 11_000, "output_tokens": 95}}),
+                ),
+                ("requestId", json!(format!("req_{}", rng.hex(24)))),
+            ],
+        ),
+        row(
+            2,
+            Some(&ids[1]),
+            false,
+            "progress",
+            vec![(
+                "data",
+                json!({"type": "bash_progress", "output": "running 1 test", "elapsedTimeSeconds": 3}),
+            )],
+        ),
+        row(
+            3,
+            Some(&ids[2]),
+            false,
+            "user",
+            vec![
+                (
+                    "message",
+                    json!({"role": "user", "content": [{"tool_use_id": call, "type": "tool_result", "content": format!("Exit code 101\n{test_log}"), "is_error": true}]}),
+                ),
+                (
+                    "toolUseResult",
+                    json!(format!("Error: Exit code 101\n{test_log}")),
+                ),
+            ],
+        ),
+        row(
+            4,
+            Some(&ids[3]),
+            true,
+            "user",
+            vec![(
+                "message",
+                json!({"role": "user", "content": "Find where the queue spawns its drain thread."}),
+            )],
+        ),
+        row(
+            5,
+            Some(&ids[3]),
+            false,
+            "assistant",
+            vec![(
+                "message",
+                json!({"id": format!("msg_{}", rng.hex(24)), "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
                 "content": [{"type": "text", "text": "The drain thread races the final push: join it before asserting the order."}],
-                "stop_reason": "end_turn", "usage": {"input_tokens": 4, "cache_read_input_tokens": 13_400, "output_tokens": 40}})),
-        ]),
+                "stop_reason": "end_turn", "usage": {"input_tokens": 4, "cache_read_input_tokens": 13_400, "output_tokens": 40}}),
+            )],
+        ),
         line(&[
             ("type", json!("file-history-snapshot")),
             ("messageId", json!(ids[5])),
-            ("snapshot", json!({"messageId": ids[5], "trackedFileBackups": {}, "timestamp": at("2025-06-10", 40)})),
+            (
+                "snapshot",
+                json!({"messageId": ids[5], "trackedFileBackups": {}, "timestamp": at("2025-06-10", 40)}),
+            ),
             ("isSnapshotUpdate", json!(false)),
         ]),
     ];

@@ -106,7 +106,11 @@ impl Blocks {
                 if prompt.text.is_empty() {
                     return Vec::new();
                 }
-                return vec![Block::new(format!("s:{uuid}"), BlockKind::Summary, prompt.text)];
+                return vec![Block::new(
+                    format!("s:{uuid}"),
+                    BlockKind::Summary,
+                    prompt.text,
+                )];
             }
             // A person's `!` command: a command that ran, as Pi's bash executions.
             if let Some(command) = bash_input(&prompt.text) {
@@ -154,14 +158,20 @@ impl Blocks {
     }
 
     fn assistant_blocks<'a>(&mut self, parsed: &Parsed<'a, Line<'a>>, uuid: &str) -> Vec<Block> {
-        let parts = match parsed.value.message.as_ref().and_then(|m| m.content.as_ref()) {
+        let parts = match parsed
+            .value
+            .message
+            .as_ref()
+            .and_then(|m| m.content.as_ref())
+        {
             Some(content) => content.parts(),
             None => return Vec::new(),
         };
         let mut out = Vec::new();
         for (j, part) in parts.iter().enumerate() {
             let id = format!("a:{uuid}:p{j}");
-            let text = |field: &Option<Cow<'_, str>>| field.as_deref().unwrap_or_default().to_string();
+            let text =
+                |field: &Option<Cow<'_, str>>| field.as_deref().unwrap_or_default().to_string();
             match part.kind.as_deref() {
                 Some("thinking") => {
                     let text = text(&part.thinking);
@@ -245,10 +255,7 @@ mod tests {
             r#"{"type":"last-prompt","lastPrompt":"fix the build please","leafUuid":"t1","sessionId":"s"}"#,
             r#"{"type":"summary","summary":"Build fix","leafUuid":"t1"}"#,
         ]);
-        let ids: Vec<_> = blocks
-            .iter()
-            .map(|b| (b.id.as_str(), b.kind))
-            .collect();
+        let ids: Vec<_> = blocks.iter().map(|b| (b.id.as_str(), b.kind)).collect();
         assert_eq!(
             ids,
             [
@@ -269,7 +276,10 @@ mod tests {
             r#"Bash {"command":"cat x","description":"Run cat","n":2.50}"#
         );
         assert_eq!(blocks[3].tool.as_deref(), Some("Bash"));
-        assert_eq!(blocks[3].text, "Exit code 1\ncat: x: No such file or directory");
+        assert_eq!(
+            blocks[3].text,
+            "Exit code 1\ncat: x: No such file or directory"
+        );
         let image = &blocks[4];
         assert_eq!((image.text.as_str(), image.has_image), ("a\nb", true));
         assert_eq!(image.tool.as_deref(), Some("tool"));
@@ -277,7 +287,10 @@ mod tests {
             image.full_output_path.as_deref(),
             Some("/h/p/s/tool-results/x.txt")
         );
-        assert_eq!(blocks[9].call.as_ref().unwrap().args["command"], "git status");
+        assert_eq!(
+            blocks[9].call.as_ref().unwrap().args["command"],
+            "git status"
+        );
     }
 
     #[test]

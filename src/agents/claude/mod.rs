@@ -71,7 +71,9 @@ fn holds(rel: &Path) -> bool {
     };
     match parts.as_slice() {
         [_, _] => true,
-        [_, session, sub, .., _] => *sub == SUBAGENTS && shaped(session, UUID_SHAPE) && is_agent_stem(stem),
+        [_, session, sub, .., _] => {
+            *sub == SUBAGENTS && shaped(session, UUID_SHAPE) && is_agent_stem(stem)
+        }
         _ => false,
     }
 }
@@ -223,7 +225,10 @@ mod tests {
             (format!("/h/c/elsewhere/-w-x/{ID}.jsonl"), ID),
             (format!("/h/c/projects/{ID}.jsonl"), ID),
             ("/h/c/projects/-w-x/notes.jsonl".into(), "notes"),
-            (format!("/h/c/projects/-w-x/x/subagents/agent-a32.jsonl"), "agent-a32"),
+            (
+                format!("/h/c/projects/-w-x/x/subagents/agent-a32.jsonl"),
+                "agent-a32",
+            ),
             (format!("/h/c/projects/-w-x/{ID}/subagents/{ID}.jsonl"), ID),
         ] {
             assert_eq!(place(&path, id), None, "{path}");
@@ -243,7 +248,8 @@ mod tests {
         let summary = meta(r#"{"type":"summary","summary":"Fix it","leafUuid":"u"}"#).unwrap();
         assert_eq!(summary.id, None);
         // Two objects on the first line: the first one opens.
-        let joined = r#"{"type":"mode","mode":"normal","sessionId":"s2"}{"type":"mode","sessionId":"s3"}"#;
+        let joined =
+            r#"{"type":"mode","mode":"normal","sessionId":"s2"}{"type":"mode","sessionId":"s3"}"#;
         assert_eq!(meta(joined).unwrap().id.as_deref(), Some("s2"));
         for other in [
             r#"{"type":"session","id":"pi","cwd":"/w"}"#,

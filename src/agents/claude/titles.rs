@@ -160,7 +160,10 @@ fn title(input: impl BufRead) -> Titled {
         .or(found.ai_title)
         .or_else(|| {
             let tail = total.saturating_sub(TAIL_BYTES);
-            found.summary.filter(|(_, start)| *start >= tail).map(|(s, _)| s)
+            found
+                .summary
+                .filter(|(_, start)| *start >= tail)
+                .map(|(s, _)| s)
         })
         .or(found.last_prompt)
         .or(found.first_prompt)
@@ -296,7 +299,8 @@ mod tests {
     const CAVEAT: &str = r#"{"type":"user","message":{"content":"<local-command-caveat>x</local-command-caveat>"},"isMeta":true,"uuid":"m","sessionId":"s"}"#;
     const COMMAND: &str = r#"{"type":"user","message":{"content":"<command-name>/compact</command-name>"},"uuid":"c","sessionId":"s"}"#;
     const RESULT: &str = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"out"}]},"uuid":"r","sessionId":"s"}"#;
-    const LAST: &str = r#"{"type":"last-prompt","lastPrompt":"and the tests","leafUuid":"u1","sessionId":"s"}"#;
+    const LAST: &str =
+        r#"{"type":"last-prompt","lastPrompt":"and the tests","leafUuid":"u1","sessionId":"s"}"#;
     const SUMMARY: &str = r#"{"type":"summary","summary":"Build fix","leafUuid":"u1"}"#;
     const AI: &str = r#"{"type":"ai-title","aiTitle":"Fixing the build","sessionId":"s"}"#;
     const CUSTOM: &str = r#"{"type":"custom-title","customTitle":"Mine","sessionId":"s"}"#;
@@ -304,11 +308,17 @@ mod tests {
 
     #[test]
     fn titles_follow_the_pickers_order() {
-        assert_eq!(title_of(&[CAVEAT, RESULT, FIRST]), Some("fix the build".into()));
+        assert_eq!(
+            title_of(&[CAVEAT, RESULT, FIRST]),
+            Some("fix the build".into())
+        );
         assert_eq!(title_of(&[COMMAND, CAVEAT]), Some("/compact".into()));
         assert_eq!(title_of(&[FIRST, LAST]), Some("and the tests".into()));
         assert_eq!(title_of(&[FIRST, LAST, SUMMARY]), Some("Build fix".into()));
-        assert_eq!(title_of(&[SUMMARY, FIRST, AI, LAST]), Some("Fixing the build".into()));
+        assert_eq!(
+            title_of(&[SUMMARY, FIRST, AI, LAST]),
+            Some("Fixing the build".into())
+        );
         assert_eq!(title_of(&[CUSTOM, FIRST, AI, LAST]), Some("Mine".into()));
         assert_eq!(title_of(&[NAME, CUSTOM, FIRST, AI]), Some("Named".into()));
         let renamed = CUSTOM.replace("Mine", "Later");
@@ -327,7 +337,10 @@ mod tests {
             title_of(&[SUMMARY, FIRST, &filler]),
             Some("fix the build".into())
         );
-        assert_eq!(title_of(&[&filler, SUMMARY, FIRST]), Some("Build fix".into()));
+        assert_eq!(
+            title_of(&[&filler, SUMMARY, FIRST]),
+            Some("Build fix".into())
+        );
     }
 
     #[test]

@@ -116,7 +116,13 @@ impl Format for Pi {
 struct PiTitles;
 
 impl Describe for PiTitles {
-    fn describe(&self, _id: &str, _path: &Path, _first: &[u8], rest: &mut dyn BufRead) -> Described {
+    fn describe(
+        &self,
+        _id: &str,
+        _path: &Path,
+        _first: &[u8],
+        rest: &mut dyn BufRead,
+    ) -> Described {
         Described {
             title: title(rest),
             ..Described::default()
