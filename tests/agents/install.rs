@@ -33,8 +33,12 @@ pub struct Agents {
 pub fn agents() -> &'static Agents {
     static AGENTS: OnceLock<Agents> = OnceLock::new();
     AGENTS.get_or_init(|| {
-        install("codex-0.169.0+pi-0.73.1", &[CODEX_PACKAGE, PI_PACKAGE], found)
-            .unwrap_or_else(|e| panic!("the agent tests need the real agents and cannot run: {e}"))
+        install(
+            "codex-0.169.0+pi-0.73.1",
+            &[CODEX_PACKAGE, PI_PACKAGE],
+            found,
+        )
+        .unwrap_or_else(|e| panic!("the agent tests need the real agents and cannot run: {e}"))
     })
 }
 

@@ -324,7 +324,9 @@ pub fn claude_reply(request: &Value, n: u64) -> ClaudeReply {
             let cwd = working_directory(request).unwrap_or_default();
             let (name, input) = claude_call(&step, &cwd);
             ClaudeReply {
-                blocks: vec![json!({"type": "tool_use", "id": format!("toolu_{n:04}"), "name": name, "input": input})],
+                blocks: vec![
+                    json!({"type": "tool_use", "id": format!("toolu_{n:04}"), "name": name, "input": input}),
+                ],
                 stop_reason: "tool_use",
                 input_tokens: QUIET_TOKENS,
             }

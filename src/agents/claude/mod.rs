@@ -1,6 +1,6 @@
 //! Claude Code transcripts: where Claude Code keeps them and what names them, what their lines
 //! say (id, cwd), their titles, whether one is being written, their place for restore, and how
-//! they read as a ledger. `docs/claude-code.md` says what the package's own code and runs showed.
+//! they read as a ledger. `../shared/spec/claude-code.md` describes the format.
 //!
 //! The config dir (`$CLAUDE_CONFIG_DIR`, default `~/.claude`) holds
 //! `projects/<project>/<session id>.jsonl`, `<project>` the session's cwd with every character
@@ -226,7 +226,7 @@ mod tests {
             (format!("/h/c/projects/{ID}.jsonl"), ID),
             ("/h/c/projects/-w-x/notes.jsonl".into(), "notes"),
             (
-                format!("/h/c/projects/-w-x/x/subagents/agent-a32.jsonl"),
+                "/h/c/projects/-w-x/x/subagents/agent-a32.jsonl".into(),
                 "agent-a32",
             ),
             (format!("/h/c/projects/-w-x/{ID}/subagents/{ID}.jsonl"), ID),
