@@ -251,6 +251,12 @@ fn fold_removes_idle_sessions_leaves_active_ones_and_the_sessions_folder() {
     )
     .ok();
     assert!(claude.sessions.iter().all(|s| !s.path.exists()));
+    // `ls --agent` knows a folded session's agent by where it lived.
+    let ls = |agent: &str| {
+        let run = env.run("ctxfold", ["ls", "--json", "--agent", agent]).ok();
+        json_lines(&run.stdout).len()
+    };
+    assert_eq!((ls("claude"), ls("codex")), (claude.sessions.len(), 0));
     assert!(
         claude
             .config

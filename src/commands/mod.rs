@@ -175,9 +175,18 @@ impl SettingsArgs {
 /// `--agent AGENT`: only the sessions of these agents.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AgentArgs {
-    /// Only the sessions of this agent (repeatable): under its home, or among the PATHS named
+    /// Only the sessions of this agent (repeatable)
     #[arg(long = "agent", value_name = "AGENT", value_enum)]
     pub agents: Vec<crate::agents::Agent>,
+}
+
+impl AgentArgs {
+    /// Whether a folded session is one of the agents asked for (any, when none is): the agent
+    /// whose place its `rollout_path` is.
+    pub fn keeps(&self, session: &crate::store::manifest::Session) -> bool {
+        self.agents.is_empty()
+            || crate::agents::place::place(session).is_ok_and(|p| self.agents.contains(&p.agent))
+    }
 }
 
 /// `--level N`: the zstd level new objects are written at.
