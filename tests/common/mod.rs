@@ -176,18 +176,17 @@ pub fn public_fixture(name_part: &str) -> Option<PathBuf> {
 }
 
 /// The session files of a fixture folder (its codex/, pi/ and claude/ folders, those it has),
-/// sorted.
+/// sorted in each, in that order of folders.
 pub fn session_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for sub in ["codex", "pi", "claude"] {
         let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
             continue;
         };
-        for entry in entries {
-            files.push(entry.unwrap().path());
-        }
+        let mut found: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+        found.sort();
+        files.extend(found);
     }
-    files.sort();
     assert!(!files.is_empty(), "no fixtures in {}", dir.display());
     files
 }
