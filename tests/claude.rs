@@ -422,6 +422,31 @@ fn extract_seeds_maps_claude_code_rows_onto_the_block_model() {
         )
         .ok();
     assert_eq!(again.stdout, run.stdout);
+
+    // A live harness's fold event up to a row, named by its uuid.
+    let text = fs::read_to_string(&file).unwrap();
+    let row: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["type"] == "assistant" && l.to_string().contains("it saturates now"))
+        .unwrap();
+    let through = |entry: &str| {
+        let args = ["--through", entry, "--trigger", "threshold", "--seq", "3"];
+        let mut cmd: Vec<OsArg> = args.iter().map(OsArg::from).collect();
+        cmd.extend(["--tokens", "9000", "--context-window", "200000"].map(OsArg::from));
+        cmd.push(file.clone().into());
+        env.run("ctxfold-extract-seeds", cmd)
+    };
+    let event = json_lines(&through(row["uuid"].as_str().unwrap()).ok().stdout);
+    assert_eq!(event.len(), 1);
+    assert_eq!(
+        (&event[0]["seq"], &event[0]["trigger"]),
+        (&3.into(), &"threshold".into())
+    );
+    assert_eq!(event[0]["at"], row["timestamp"]);
+    through("no-such-row")
+        .fails(1)
+        .one_line_error("--through no-such-row: no such entry");
 }
 
 type OsArg = std::ffi::OsString;
