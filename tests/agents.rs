@@ -1,11 +1,13 @@
-//! Real agents end to end: Codex 0.169 and Pi 0.73, installed from npm (tests/agents/install.rs),
+//! Real agents end to end: Codex 0.169, Pi 0.73 and Claude Code 2.1.332, installed from npm
+//! (tests/agents/install.rs),
 //! write sessions against a scripted model of ours on 127.0.0.1 (tests/agents/mock.rs,
 //! tests/agents/script.rs); ctxfold folds them and removes them, restores them byte for byte, and
 //! the agents resume the restored files with their own resume and append to them.
 //!
 //! Each agent writes two sessions: `work` (writes app.py, `cat`s a large file, runs a failing
-//! command, gets a Python traceback, edits the file, runs it again, then compacts; Codex compacts
-//! at the start of a resumed follow-up turn, Pi right after the turn) and `small`.
+//! command, gets a Python traceback, edits the file, runs it again, then compacts; Codex and
+//! Claude Code compact at the start of a resumed follow-up turn, Pi right after the turn) and
+//! `small`.
 //!
 //! The npm install is cached (see install.rs); without npm or the agents these tests fail loudly.
 
@@ -51,8 +53,9 @@ impl Written {
 fn write_sessions(kind: Kind) -> Written {
     let agent = Agent::new(kind);
     let work = agent.start("work");
-    if kind == Kind::Codex {
-        // Codex compacts before the next turn once the last one reported too many tokens.
+    if kind != Kind::Pi {
+        // Codex and Claude Code compact before the next turn once the last one reported too many
+        // tokens.
         agent.resume(&work, "followup");
     }
     let small = agent.start("small");
@@ -64,12 +67,21 @@ fn write_sessions(kind: Kind) -> Written {
         "{kind:?}: app.py written and edited"
     );
     let text = std::fs::read_to_string(&work.path).unwrap();
+    // Claude Code keeps the whole of a large output in the session's folder, only its start in
+    // the transcript.
+    let whole_cat = match kind {
+        Kind::Claude => claude_saved_output(&work),
+        _ => text.clone(),
+    };
+    assert!(
+        whole_cat.contains("part-02999.bin"),
+        "{kind:?}: the large cat's end is not kept"
+    );
     for needle in [
         script::FAILING_ERROR,
         script::TRACEBACK_ERROR,
         "Traceback (most recent call last)",
         script::FIXED_OUTPUT,
-        "part-02999.bin",
     ] {
         assert!(
             text.contains(needle),
@@ -81,6 +93,7 @@ fn write_sessions(kind: Kind) -> Written {
         .filter(|l| match kind {
             Kind::Codex => l["type"] == "compacted",
             Kind::Pi => l["type"] == "compaction",
+            Kind::Claude => l["subtype"] == "compact_boundary",
         })
         .count();
     assert_eq!(compactions, 1, "{kind:?}: the work session compacts once");
@@ -94,22 +107,42 @@ fn write_sessions(kind: Kind) -> Written {
     // Every request was one the mock serves, and one of them asked for the compaction summary.
     let requests = agent.mock.requests();
     for request in &requests {
+        let served = match kind {
+            Kind::Claude => request.path.split('?').next() == Some("/v1/messages"),
+            _ => request.path.ends_with("/responses"),
+        };
         assert!(
-            request.method == "POST" && request.path.ends_with("/responses"),
+            request.method == "POST" && served,
             "{kind:?} asked for {} {}",
             request.method,
             request.path
         );
     }
     assert!(
-        requests
-            .iter()
-            .any(|r| r.body["tools"].as_array().is_none_or(|t| t.is_empty())),
+        requests.iter().any(|r| match kind {
+            Kind::Claude => r.body.to_string().contains(script::CLAUDE_COMPACT_PROMPT),
+            _ => r.body["tools"].as_array().is_none_or(|t| t.is_empty()),
+        }),
         "{kind:?}: no summary request"
     );
     keep_sample(kind, "work", &work);
     keep_sample(kind, "small", &small);
     Written { agent, work, small }
+}
+
+/// The whole output Claude Code saved of the session's large result
+/// (`<session id>/tool-results/*.txt` beside the transcript), named by the transcript.
+fn claude_saved_output(session: &Session) -> String {
+    let text = std::fs::read_to_string(&session.path).unwrap();
+    assert!(
+        text.contains("\"persistedOutputPath\""),
+        "Claude: no persistedOutputPath for the large cat"
+    );
+    let folder = session.path.with_extension("").join("tool-results");
+    std::fs::read_dir(&folder)
+        .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect()
 }
 
 /// With `CTXFOLD_AGENT_SAMPLES=DIR`, copy a session file the agents wrote into DIR, for people
@@ -305,6 +338,11 @@ fn pi_sessions_fold_restore_and_resume() {
     plumbing_journey(Kind::Pi);
 }
 
+#[test]
+fn claude_sessions_fold_restore_and_resume() {
+    plumbing_journey(Kind::Claude);
+}
+
 /// What the store's objects take: its loose files and packs.
 fn objects_bytes(store: &Path) -> u64 {
     let (usage, _) = ctxfold::store::usage::measure(&Store::at(store)).unwrap();
@@ -422,4 +460,9 @@ fn codex_porcelain_journey() {
 #[test]
 fn pi_porcelain_journey() {
     porcelain_journey(Kind::Pi);
+}
+
+#[test]
+fn claude_porcelain_journey() {
+    porcelain_journey(Kind::Claude);
 }

@@ -244,7 +244,7 @@ fn restore_keeps_an_existing_target_unless_overwrite_and_places_no_file_folded_b
     // A file folded by path has no agent's place: restore names no target of its own.
     env.run("ctxfold", ["restore", "s"])
         .fails(3)
-        .one_line_error("is not where Codex or Pi keeps this session");
+        .one_line_error("is not where Codex, Pi or Claude Code keeps this session");
     env.run("ctxfold", ["restore", "s", to[0], to[1]])
         .fails(3)
         .one_line_error("exists (use --overwrite");

@@ -197,3 +197,50 @@ fn public_fixtures_are_present_or_skipped_with_a_note() {
         .unwrap(),
     }
 }
+
+#[test]
+fn the_claude_code_edge_cases_are_there() {
+    let bytes = read(own::CLAUDE_SESSION);
+    let objects_per_line: Vec<usize> = bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::Deserializer::from_slice(l)
+                .into_iter::<Value>()
+                .filter_map(Result::ok)
+                .count()
+        })
+        .collect();
+    assert_eq!(objects_per_line.iter().filter(|&&n| n == 2).count(), 1);
+    let lines = values(&bytes);
+    // The first line is a side record: the cwd comes later.
+    assert!(lines[0].get("cwd").is_none() && lines[0]["sessionId"].is_string());
+    let has = |test: &dyn Fn(&Value) -> bool| lines.iter().any(test);
+    assert!(has(&|l| l["subtype"] == "compact_boundary"
+        && l["parentUuid"].is_null()
+        && l["compactMetadata"]["preservedSegment"]["headUuid"]
+            .is_string()));
+    assert!(has(&|l| l["isCompactSummary"] == true));
+    assert!(has(
+        &|l| l["toolUseResult"]["persistedOutputPath"].is_string()
+    ));
+    assert!(has(&|l| {
+        l["toolUseResult"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("Error: Exit code 1\nTraceback"))
+    }));
+    assert!(has(&|l| l["type"] == "agent-name"));
+    for kind in ["attachment", "last-prompt", "api-request", "cost-state"] {
+        assert!(has(&|l| l["type"] == kind), "{kind}");
+    }
+
+    let subagent = values(&read(own::CLAUDE_SUBAGENT));
+    assert!(subagent.iter().all(|l| l["isSidechain"] == true
+        && l["agentId"] == "a0f1d00000000c0a1"
+        && l["sessionId"] == lines[0]["sessionId"]));
+
+    let legacy = values(&read(own::CLAUDE_LEGACY));
+    assert_eq!(legacy[0]["type"], "summary");
+    assert!(legacy.iter().any(|l| l["type"] == "progress"));
+    assert!(legacy.iter().any(|l| l["type"] == "file-history-snapshot"));
+}

@@ -607,7 +607,7 @@ fn a_file_that_is_not_json_lines_is_refused_unless_forced_and_seeds_skip_it() {
         for skipped in ["notes.txt", "events"] {
             assert!(
                 run.stderr.contains(&format!(
-                    "skipped {skipped}: not a Pi or Codex session ledger"
+                    "skipped {skipped}: not a Codex, Pi or Claude Code session ledger"
                 )),
                 "{}",
                 run.stderr

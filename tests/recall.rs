@@ -281,7 +281,7 @@ fn seeds_skips_a_session_that_is_no_ledger_and_indexes_the_others() {
     let run = env.run("ctxfold", ["seeds"]).ok();
     assert!(
         run.stderr
-            .contains("skipped notes: not a Pi or Codex session ledger"),
+            .contains("skipped notes: not a Codex, Pi or Claude Code session ledger"),
         "{}",
         run.stderr
     );

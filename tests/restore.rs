@@ -196,7 +196,10 @@ fn a_planted_rollout_path_from_a_remote_is_never_written_and_is_reported() {
 
     let (_b, clone) = w.clone_on_b();
     for (id, why) in [
-        (&absolute.id, "is not where Codex or Pi keeps this session"),
+        (
+            &absolute.id,
+            "is not where Codex, Pi or Claude Code keeps this session",
+        ),
         (&dotted.id, "has a \"..\" component"),
     ] {
         let note = clone

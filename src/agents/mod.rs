@@ -8,6 +8,7 @@
 //! Not for: walking folders (`sources` drives discovery), reading a ledger in two passes (`ledger`
 //! drives that), or anything about the store.
 
+pub mod claude;
 pub mod codex;
 mod content;
 pub mod json;
@@ -27,22 +28,38 @@ use crate::error::{Error, Result};
 use crate::ledger::{Block, Entry};
 
 /// The agents whose session files ctxfold knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Agent {
+    /// Codex CLI rollouts ($CODEX_HOME, default ~/.codex)
     Codex,
+    /// Pi sessions ($PI_CODING_AGENT_DIR, default ~/.pi/agent)
     Pi,
+    /// Claude Code transcripts ($CLAUDE_CONFIG_DIR, default ~/.claude)
+    Claude,
 }
 
 impl Agent {
-    /// Every agent, in the order their openings are tried on a file's first line.
-    pub const ALL: [Agent; 2] = [Agent::Codex, Agent::Pi];
+    /// Every agent, in the order their openings are tried on a file's first line (Claude Code
+    /// last: its side records are the least particular openings).
+    pub const ALL: [Agent; 3] = [Agent::Codex, Agent::Pi, Agent::Claude];
 
     /// What this agent's files are: the one dispatch on the agent.
     pub fn format(self) -> &'static dyn Format {
         match self {
             Agent::Codex => &codex::Codex,
             Agent::Pi => &pi::Pi,
+            Agent::Claude => &claude::Claude,
+        }
+    }
+
+    /// The agents' names for people, joined with `or` (`Codex, Pi or Claude Code`).
+    pub fn names_or() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|a| a.format().name()).collect();
+        match names.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
         }
     }
 
@@ -91,13 +108,19 @@ pub trait Format: Sync {
     /// agent names its files.
     fn id_from_name<'n>(&self, stem: &'n str) -> Option<&'n str>;
 
-    /// Titles for the sessions of the agent whose home is `home`.
-    fn titles<'h>(&self, home: &'h Path) -> Box<dyn Titles + 'h>;
+    /// What discovery reads past the first line of the sessions of the agent whose home is `home`.
+    fn describer<'h>(&self, home: &'h Path) -> Box<dyn Describe + 'h>;
 
     /// Where restore puts session `id` recorded at `rollout_path` (whose components are `parts`,
     /// each a plain name): its path relative to the agent's home, when `rollout_path` ends exactly
     /// as this agent places its sessions; else `None`.
     fn place(&self, parts: &[&str], id: &str) -> Option<PathBuf>;
+
+    /// The JSON objects of one line, each read as an entry of the ledger: the line itself, unless
+    /// the agent is known to write several objects on one line.
+    fn objects<'l>(&self, line: &'l [u8]) -> Vec<&'l [u8]> {
+        vec![line]
+    }
 
     /// The skeleton of one ledger line (the `index`th read), and its opening when it is one; `ids`
     /// are the entries read so far by id. `None` when the line is not a JSON object.
@@ -114,12 +137,29 @@ pub trait Format: Sync {
     /// The blocks of the entry at `line` with its content replaced by `content` (an edit), their
     /// ids suffixed `:edit:<edit_id>`.
     fn edited(&self, line: &[u8], content: &RawValue, edit_id: &str) -> Vec<Block>;
+
+    /// Files the agent keeps for a session beside its file (a folder), which folding leaves where
+    /// they are.
+    fn companion(&self, _session_file: &Path) -> Option<PathBuf> {
+        None
+    }
 }
 
-/// Session titles, as the agent shows them.
-pub trait Titles: Sync {
-    /// The title of session `id`, whose file reads on from after its first line in `rest`.
-    fn title(&self, id: &str, rest: &mut dyn BufRead) -> Option<String>;
+/// What discovery learns of a session file past its first line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Described {
+    /// The title, as the agent shows it.
+    pub title: Option<String>,
+    /// The cwd, when the first line did not say it.
+    pub cwd: Option<String>,
+    /// Whether the session is being written (`None`: as the folder it is in says).
+    pub active: Option<bool>,
+}
+
+/// What an agent's session files say beyond their first line, as the agent reads them.
+pub trait Describe: Sync {
+    /// Session `id`, whose file is at `path`, opens with `first` and reads on in `rest`.
+    fn describe(&self, id: &str, path: &Path, first: &[u8], rest: &mut dyn BufRead) -> Described;
 }
 
 /// The blocks of a ledger's lines, in order, for one pass (a format may number repeats).

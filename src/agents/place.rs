@@ -1,7 +1,8 @@
 //! Where `restore` puts a folded session when it is not told (`--to`): computed, never taken. A
 //! manifest's `rollout_path` was written on some machine, maybe another, maybe by someone else; it
 //! is read only for the session's place relative to its agent's home (Codex
-//! `sessions/YYYY/MM/DD/rollout-….jsonl`, Pi `sessions/--<cwd>--/<time>_<id>.jsonl`, …), and only
+//! `sessions/YYYY/MM/DD/rollout-….jsonl`, Pi `sessions/--<cwd>--/<time>_<id>.jsonl`, Claude Code
+//! `projects/<project>/<id>.jsonl`, …), and only
 //! when it ends exactly in one of those shapes, with no `.`, `..` or empty component anywhere and
 //! the session's own id in the file name. That place is then re-rooted under this machine's home
 //! of that agent, which must exist: restore creates folders inside the agent's session tree only.
@@ -46,10 +47,7 @@ impl fmt::Display for Unplaced {
         match &self.why {
             Why::NotAbsolute => f.write_str("is not an absolute path"),
             Why::Component(c) => write!(f, "has a {c:?} component"),
-            Why::Shape => {
-                let names: Vec<&str> = Agent::ALL.iter().map(|a| a.format().name()).collect();
-                write!(f, "is not where {} keeps this session", names.join(" or "))
-            }
+            Why::Shape => write!(f, "is not where {} keeps this session", Agent::names_or()),
         }
     }
 }
@@ -216,7 +214,7 @@ mod tests {
             place(&session(CODEX_ID, "/etc/cron.d/evil"))
                 .unwrap_err()
                 .to_string(),
-            r#"rollout_path "/etc/cron.d/evil" is not where Codex or Pi keeps this session"#
+            r#"rollout_path "/etc/cron.d/evil" is not where Codex, Pi or Claude Code keeps this session"#
         );
     }
 

@@ -8,24 +8,31 @@ use crate::ledger::{FileSource, Ledger, Source, StoreSource};
 use crate::seeds::extract::extract;
 use crate::seeds::plan::{Options, Through};
 
-/// Extract seed index v2 records (`fold-index`) from a Pi session or a Codex rollout
+/// Extract seed index v2 records (`fold-index`) from a Pi session, a Codex rollout or a Claude Code
+/// transcript
 ///
 /// LEDGER is a session file (plain, or `.jsonl.zst`); `--session ID` reads a folded session out of the
-/// store instead, streaming. The format is detected from the first line (a Pi `session` header, else a
-/// Codex rollout); lines that do not parse are passed over and counted on stderr.
+/// store instead, streaming. The format is detected from the first line (a Pi `session` header, a
+/// Claude Code row or record naming its `sessionId`, else a Codex rollout); lines that do not parse
+/// are passed over and counted on stderr.
 ///
 /// By default one `compact` record per compaction: a Pi `compaction` covers the branch it is on, up to
 /// its `firstKeptEntryId` (v1: `firstKeptEntryIndex`), with the `context_edit`s appended before it
 /// applied (the latest per target; a null replacement omits the target); a Codex `compacted` line
-/// covers every line before it. Seqs count from 1 in ledger order. `--final` adds a `compact` record
-/// over the whole active branch (Pi: from the last entry up through `parentId`s; Codex: every line).
-/// `--through ENTRY` gives instead the record of one fold event a live harness reports: the context
-/// view (what follows the latest compaction on the branch) up to ENTRY (a Pi entry id, or a 1-based
-/// line number among parsed lines), folding tool results and thinking only, with the harness's
-/// `--trigger`, `--seq`, `--tokens` and `--context-window`. The same input and flags give the same
-/// bytes: `at` and `usage` come from the ledger (the entry's timestamp; Pi `tokensBefore` or the
-/// last assistant `usage.totalTokens`; Codex the last `token_count` event's
-/// `last_token_usage.total_tokens` and `model_context_window`), never the clock.
+/// covers every line before it; a Claude Code `compact_boundary` covers the branch before it up to
+/// the first row it keeps (`compactMetadata.preservedSegment.headUuid`). Seqs count from 1 in
+/// ledger order. `--final` adds a `compact` record over the whole active branch (Pi: from the last
+/// entry up through `parentId`s; Codex: every line; Claude Code: from the file's last object up
+/// through `parentUuid`s, see below). `--through ENTRY` gives instead the record of one fold event a
+/// live harness reports: the context view (what follows the latest compaction on the branch) up to
+/// ENTRY (a Pi entry id, a Claude Code row's uuid, or a 1-based line number among parsed entries),
+/// folding tool results and thinking only, with the harness's `--trigger`, `--seq`, `--tokens` and
+/// `--context-window`. The same input and flags give the same bytes: `at` and `usage` come from the
+/// ledger (the entry's timestamp, or for one without, that of the nearest entry before it on its
+/// branch; Pi `tokensBefore` or the last assistant `usage.totalTokens`; Codex the last
+/// `token_count` event's `last_token_usage.total_tokens` and `model_context_window`; Claude Code
+/// `compactMetadata.preTokens` or the last assistant row's `input_tokens` +
+/// `cache_creation_input_tokens` + `cache_read_input_tokens`), never the clock.
 ///
 /// Spans. A span names a block by `blockId`; `log.bytes` is the UTF-8 length of the block text,
 /// `log.lines` 0 for an empty text else the count of `\n` plus one, `sha256` the hex sha256 of the
@@ -60,6 +67,31 @@ use crate::seeds::plan::{Options, Through};
 /// the file (counted apart for `u:` ids and for `a:` anchors, assistant and reasoning items together) becomes
 /// `<anchor>~<k>` (`u:2026-01-02T16:39:45.349Z~2`, `a:t2026-01-02T16:39:45.349Z~2:p0`).
 ///
+/// Claude Code blocks (the same model mapped onto a transcript). An entry is one JSON object: a line
+/// holding two (an append to a line without its newline) is read as both, and a torn object is
+/// passed over up to the next row or record. Only `user` and `assistant` rows make blocks:
+/// attachments, `system` rows, `summary` lines, the API request records and every other side record
+/// never do. A `user` row whose content is a string or text blocks (joined by `\n`) is `u:<uuid>`;
+/// it is harness context (no turn, no userMessages entry) when it is `isMeta`, or its text opens
+/// with a tag (`<` then `[a-z][A-Za-z0-9_-]*` then `>` or a space: `<command-name>`,
+/// `<local-command-stdout>`, `<system-reminder>`, `<task-notification>`, …) or is an
+/// `[Request interrupted by user…]` notice (Claude Code's own rule for the prompt its picker shows);
+/// one that opens with `<bash-input>` is a command a person ran (`!`): a `bash` tool call with that
+/// command; one with `isCompactSummary` is the compaction summary `s:<uuid>`. Each `tool_result`
+/// block of a user row is `r:<tool_use_id>` (its content string, else its text blocks joined by
+/// `\n`; one holding an image gets no span; `tool` is the name of the tool_use with that id, else
+/// `tool`; `fullOutputPath` is the row's `toolUseResult.persistedOutputPath`, the file in the
+/// session's `tool-results/` folder that holds the whole output of a result the transcript keeps
+/// only a preview of). A failed Bash command's exit status is in its result's text as the model
+/// saw it (a first line `Exit code N`, with `is_error` set), and nowhere else; a successful one has
+/// none. An `assistant` row's content block j (j counts every block of the row; Claude Code
+/// writes one per row) is `a:<uuid>:p<j>`: thinking (not empty; never redacted_thinking), text (not
+/// empty), tool_use (`<name> <input as written>`; a shell-class tool's `command`, `Bash` included,
+/// is a command, a `file_path` or `path` a file). The branch: a row's parent is its `parentUuid`
+/// (a compaction boundary's, whose `parentUuid` is null, its `logicalParentUuid`); a side record
+/// follows the object before it, a `last-prompt` the row it names as `leafUuid`, so the active
+/// branch ends at the file's last object and runs back through every compaction.
+///
 /// Lexicons. errors: trimmed lines matching the error lexicon (the extension's, without zero counts
 /// such as `0 failed`, plus errno texts), one per shape (digit runs folded), spread over kinds,
 /// clipped to 240 characters, at most 24. identifiers: uuids, hex ids, dotted versions, marked symbols
@@ -80,7 +112,8 @@ pub struct ExtractSeedsArgs {
     /// Add a `compact` record over the whole active branch
     #[arg(long = "final")]
     pub final_record: bool,
-    /// Give the record of one fold event up to this entry (a Pi entry id or a line number)
+    /// Give the record of one fold event up to this entry (a Pi entry id, a Claude Code row's
+    /// uuid, or a line number)
     #[arg(long, value_name = "ENTRY", requires_all = ["trigger", "seq", "tokens", "context_window"])]
     pub through: Option<String>,
     /// The fold event's trigger

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::agents::Homes;
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
-use crate::commands::{LevelArgs, SettingsArgs, report_discovery};
+use crate::commands::{AgentArgs, LevelArgs, SettingsArgs, report_discovery};
 use crate::error::Result;
 use crate::fold::compare::State;
 use crate::fold::run::{Progress, fold_all};
@@ -24,9 +24,12 @@ use crate::store::writer::WriteStats;
 ///
 /// Without PATHS, folds the sessions on this machine: Codex rollouts under $CODEX_HOME (default
 /// ~/.codex: sessions/YYYY/MM/DD/rollout-*.jsonl are active, archived_sessions/rollout-*.jsonl and
-/// rollout-*.jsonl.zst are archived) and Pi sessions under $PI_CODING_AGENT_DIR/sessions (default
-/// ~/.pi/agent/sessions). With PATHS, folds those files, and every *.jsonl and *.jsonl.zst under
-/// those folders. A Codex .jsonl.zst is folded as its decompressed bytes and restores as the plain
+/// rollout-*.jsonl.zst are archived), Pi sessions under $PI_CODING_AGENT_DIR/sessions (default
+/// ~/.pi/agent/sessions) and Claude Code transcripts and their subagents' under
+/// $CLAUDE_CONFIG_DIR/projects (default ~/.claude/projects; one that a running Claude Code
+/// registered or that changed in the last 10 minutes is active, any other archived); --agent keeps
+/// one agent's. With PATHS, folds those files, and every *.jsonl and *.jsonl.zst under those
+/// folders. A Codex .jsonl.zst is folded as its decompressed bytes and restores as the plain
 /// .jsonl beside it; a plain .jsonl wins over its .zst sibling.
 ///
 /// A dry run reports, per session and in total, the bytes folding would store new, the bytes that
@@ -47,7 +50,7 @@ use crate::store::writer::WriteStats;
 /// source whose size, mtime, ctime or inode changed while it was read is not committed ("not
 /// folded"), and the run ends with status 3.
 ///
-/// A file that is no Codex or Pi session must be JSON Lines, its first line that is not blank a
+/// A file that is no agent's session must be JSON Lines, its first line that is not blank a
 /// JSON object: anything else (a note, a binary named by mistake) is refused with a warning and
 /// status 3. --force folds it anyway, as opaque bytes: it restores byte for byte, and no seeds are
 /// extracted from it. Symbolic links in the session folders are never followed: they are skipped
@@ -60,9 +63,11 @@ use crate::store::writer::WriteStats;
 ///
 /// --remove-source removes a source only after its manifest is committed and a reconstruction from
 /// the store verified, and only an archived one unless --allow-active is given too. A source that
-/// another fold removed meanwhile, its session safe in the store, is reported up to date.
+/// another fold removed meanwhile, its session safe in the store, is reported up to date. What an
+/// agent keeps beside a session file stays, and its line says so (Claude Code's
+/// <project>/<session id>/ folder: the whole output of large tool results, subagents' metadata).
 ///
-/// Sessions are folded in parallel, one per core. Under --apply each Codex or Pi session folded is
+/// Sessions are folded in parallel, one per core. Under --apply each agent's session folded is
 /// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its
 /// seed records that the store's seed index of the session lacks are appended to it. The Pi
 /// context-fold extension's seed indexes (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are
@@ -75,9 +80,11 @@ use crate::store::writer::WriteStats;
 #[command(name = "ctxfold-fold", version, after_long_help = crate::cli::EXIT_STATUS)]
 #[command(arg = crate::cli::dry_run())]
 pub struct FoldArgs {
-    /// Session files and folders to fold [default: the Codex and Pi homes]
+    /// Session files and folders to fold [default: the agents' homes]
     #[arg(value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
     pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
     /// Commit (without it, a dry run that writes nothing)
     #[arg(long)]
     pub apply: bool,
@@ -138,7 +145,7 @@ impl Command for FoldArgs {
         // A bad --level is a usage error before anything is searched, not a failure per session.
         crate::odb::codec::check_level(self.level.level)?;
         let homes = Homes::from_env()?;
-        let mut discovery = discover(&homes, &self.paths);
+        let mut discovery = discover(&homes, &self.paths, &self.agent.agents);
         if !self.force {
             refuse_opaque(&mut discovery);
         }
@@ -422,8 +429,8 @@ fn nothing_found(io: &mut Io<'_>, discovery: &Discovery, store: &Store) {
         ));
     }
     text.push_str(
-        "Set CODEX_HOME or PI_CODING_AGENT_DIR if your agents keep sessions elsewhere, or fold files and \
-         folders by path: ctxfold fold PATH...\n",
+        "Set CODEX_HOME, PI_CODING_AGENT_DIR or CLAUDE_CONFIG_DIR if your agents keep sessions elsewhere, \
+         or fold files and folders by path: ctxfold fold PATH...\n",
     );
     let held = store.manifest_files().map(|m| m.len()).unwrap_or(0);
     text.push_str(&format!(

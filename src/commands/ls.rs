@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::cli::human::bytes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::commands::AgentArgs;
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::generations::{self, Generation, Reason};
@@ -17,7 +18,8 @@ use crate::store::generations::{self, Generation, Reason};
 /// compressed size of the session's distinct objects, however many other sessions share them. A
 /// session with earlier versions kept (generations: see ctxfold fold) says how many; --generations
 /// lists each under its session, as `ID@N` (1 is the newest) with when and why it was kept, which
-/// `ctxfold restore ID@N` brings back.
+/// `ctxfold restore ID@N` brings back. --agent lists only the sessions of an agent: those whose
+/// rollout_path is where that agent keeps them (see ctxfold restore).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-ls", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct LsArgs {
@@ -27,6 +29,8 @@ pub struct LsArgs {
     /// List each session's generations too
     #[arg(short, long)]
     pub generations: bool,
+    #[command(flatten)]
+    pub agent: AgentArgs,
     #[command(flatten)]
     pub talk: TalkArgs,
     #[command(flatten)]
@@ -77,6 +81,9 @@ impl Command for LsArgs {
                     continue;
                 }
             };
+            if !self.agent.keeps(&manifest.session) {
+                continue;
+            }
             let mut seen = HashSet::new();
             let stored_bytes = manifest
                 .parts

@@ -93,7 +93,7 @@ pub fn dispatcher() -> clap::Command {
         .version(env!("CARGO_PKG_VERSION"))
         .about("Keep, shrink, search and sync the history of AI coding-agent sessions")
         .long_about(
-            "ctxfold keeps Codex and Pi session transcripts in a deduplicating, content-addressed, \
+            "ctxfold keeps Codex, Pi and Claude Code session transcripts in a deduplicating, content-addressed, \
              zstd-compressed store from which every file comes back byte for byte.\n\n\
              `ctxfold <command>` runs a porcelain command built into the dispatcher, or else executes \
              `ctxfold-<command>` from the exec path: --exec-path=DIR or $CTXFOLD_EXEC_PATH, then \
@@ -169,6 +169,23 @@ impl SettingsArgs {
         };
         settings.check_writable()?;
         Ok(settings)
+    }
+}
+
+/// `--agent AGENT`: only the sessions of these agents.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Only the sessions of this agent (repeatable)
+    #[arg(long = "agent", value_name = "AGENT", value_enum)]
+    pub agents: Vec<crate::agents::Agent>,
+}
+
+impl AgentArgs {
+    /// Whether a folded session is one of the agents asked for (any, when none is): the agent
+    /// whose place its `rollout_path` is.
+    pub fn keeps(&self, session: &crate::store::manifest::Session) -> bool {
+        self.agents.is_empty()
+            || crate::agents::place::place(session).is_ok_and(|p| self.agents.contains(&p.agent))
     }
 }
 

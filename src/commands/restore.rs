@@ -23,7 +23,9 @@ use crate::store::{generations, restore_temp};
 /// ending is kept, under this machine's home of the agent ($CODEX_HOME, default ~/.codex:
 /// sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl, the folders the date of the name, or
 /// archived_sessions/rollout-<time>-<id>.jsonl; $PI_CODING_AGENT_DIR, default ~/.pi/agent:
-/// sessions/--<cwd>--/<time>_<id>.jsonl). The home must exist (run the agent once, or set its
+/// sessions/--<cwd>--/<time>_<id>.jsonl; $CLAUDE_CONFIG_DIR, default ~/.claude:
+/// projects/<project>/<id>.jsonl, or a subagent's
+/// projects/<project>/<session id>/subagents/agent-<id>.jsonl). The home must exist (run the agent once, or set its
 /// variable); folders are created only inside its session tree. Any other session (a file folded
 /// by path, a rollout_path of another shape) is refused: name the target with --to.
 ///

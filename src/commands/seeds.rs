@@ -58,7 +58,7 @@ impl Command for SeedsArgs {
         let mut status = Status::Success;
         for manifest in &manifests {
             let id = &manifest.session.id;
-            // One session that is no Pi or Codex ledger must not keep the others unindexed.
+            // One session that is no agent's ledger must not keep the others unindexed.
             let appended = match index_folded_session(&store, manifest) {
                 Ok(n) => n,
                 // Not a ledger: nothing to index, which is no failure unless it was asked for.
@@ -66,7 +66,8 @@ impl Command for SeedsArgs {
                     if matches!(e.cause(), Cause::BadInput { .. }) && self.sessions.is_empty() =>
                 {
                     io.note(format_args!(
-                        "skipped {id}: not a Pi or Codex session ledger"
+                        "skipped {id}: not a {} session ledger",
+                        crate::agents::Agent::names_or()
                     ));
                     continue;
                 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::agents::Homes;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
-use crate::commands::report_discovery;
+use crate::commands::{AgentArgs, report_discovery};
 use crate::error::Result;
 use crate::fold::compare::{State, compare};
 use crate::fold::stamp::Stamp;
@@ -17,7 +17,7 @@ use crate::store::generations;
 
 /// Show each session found: new, up to date, grown since folded, or changed
 ///
-/// Finds sessions as fold does (the Codex and Pi homes, or PATHS) and compares each with its
+/// Finds sessions as fold does (the Codex, Pi and Claude Code homes, or PATHS) and compares each with its
 /// manifest in the store, in the words fold uses: `new` (not folded), `up to date` (same sha256
 /// and size), `grown` (the folded bytes are a prefix of the file: it was appended to since;
 /// `fold --apply` folds the rest, deduplicating what was folded before, and keeps the folded
@@ -28,9 +28,11 @@ use crate::store::generations;
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-status", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct StatusArgs {
-    /// Session files and folders [default: the Codex and Pi homes]
+    /// Session files and folders [default: the agents' homes]
     #[arg(value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
     pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
     /// One JSON object per session (JSON Lines)
     #[arg(long)]
     pub json: bool,
@@ -55,7 +57,7 @@ struct Line<'a> {
 
 impl Command for StatusArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        let discovery = discover(&Homes::from_env()?, &self.paths);
+        let discovery = discover(&Homes::from_env()?, &self.paths, &self.agent.agents);
         let store = Store::at(self.store.path()?);
         let mut status = report_discovery(io, &discovery);
         let results: Vec<_> = discovery

@@ -426,7 +426,21 @@ fn finish(
                 report.note =
                     Some("kept: an active session is removed only with --allow-active".into());
             }
-            Ok(removal) => prepared.report.source = removal,
+            Ok(removal) => {
+                let report = &mut prepared.report;
+                report.source = removal;
+                // What the agent keeps beside the session stays: say so rather than leave it
+                // unmentioned.
+                let companion = found
+                    .agent
+                    .and_then(|agent| agent.format().companion(&found.path));
+                if let (Removal::Removed, Some(dir)) = (removal, companion) {
+                    report.note = Some(format!(
+                        "left {}: the agent's files for this session beside it are not folded",
+                        dir.display()
+                    ));
+                }
+            }
             Err(e) => {
                 let report = &mut prepared.report;
                 report.note = Some(e.to_string());

@@ -1,4 +1,4 @@
-//! The skeleton of a ledger: one small entry per line read, enough to find branches, compactions,
+//! The skeleton of a ledger: one small entry per object read, enough to find branches, compactions,
 //! edits and usage without holding any content.
 
 use serde_json::value::RawValue;
@@ -6,11 +6,12 @@ use serde_json::value::RawValue;
 /// The skeleton of one parsed entry (a Pi entry, a Codex line).
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// Pi: the entry's `id` (v2+); Codex: none.
+    /// Pi: the entry's `id` (v2+); Claude Code: a row's `uuid`; Codex: none.
     pub id: Option<String>,
-    /// The previous entry on its branch (Pi: by `parentId`; v1 and Codex: the entry before).
+    /// The previous entry on its branch (Pi: by `parentId`; Claude Code: by `parentUuid`; v1 and
+    /// Codex: the entry before).
     pub parent: Option<usize>,
-    /// The entry's timestamp as written.
+    /// The entry's timestamp as written (empty when it has none: a Claude Code side record).
     pub timestamp: String,
     pub kind: EntryKind,
 }

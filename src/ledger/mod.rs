@@ -1,11 +1,13 @@
-//! Session ledgers (Pi sessions, Codex rollouts) read as blocks and anchors.
+//! Session ledgers (Pi sessions, Codex rollouts, Claude Code transcripts) read as blocks and
+//! anchors.
 //!
 //! Reading takes two streaming passes. [`Ledger::scan`] keeps a small skeleton per entry (its id,
 //! parent, timestamp and what kind of entry it is: enough to find branches, compactions, edits and
 //! usage); [`Ledger::walk`] then streams the entries again and hands out their blocks. Memory is the
 //! largest line plus the skeleton (and the content of `context_edit` replacements, which are small).
 //! The agent is detected from the first parseable line; unparseable lines are passed over and
-//! counted, never fatal. What a line means (its skeleton, its blocks) is its agent's module's
+//! counted, never fatal. An entry is one JSON object: one per line, but for an agent that may
+//! write two on one line (Claude Code), one per object. What a line means (its skeleton, its blocks) is its agent's module's
 //! (`agents`); this module drives the passes and knows nothing of seed records.
 
 pub mod block;
@@ -51,25 +53,36 @@ impl Ledger<'_> {
         let mut ids: HashMap<String, usize> = HashMap::new();
         let mut unparseable = 0;
         while let Some(line) = lines.next_line()? {
-            let read = agent
-                .or_else(|| detect(line))
-                .and_then(|a| Some((a, a.format().skeleton(line, entries.len(), &ids)?)));
-            let Some((format, (entry, meta))) = read else {
+            let Some(format) = agent.or_else(|| detect(line)) else {
                 unparseable += u64::from(!line.iter().all(u8::is_ascii_whitespace));
                 continue;
             };
-            agent = Some(format);
-            // The first opening names the session (Codex: the first `session_meta`, wherever).
-            if session_id.is_none()
-                && let Some(meta) = meta
-            {
-                session_id = meta.id;
-                cwd = meta.cwd;
+            let objects = format.format().objects(line);
+            if objects.is_empty() {
+                unparseable += 1;
             }
-            if let Some(id) = &entry.id {
-                ids.insert(id.clone(), entries.len());
+            for object in objects {
+                let Some((entry, meta)) = format.format().skeleton(object, entries.len(), &ids)
+                else {
+                    unparseable += u64::from(!object.iter().all(u8::is_ascii_whitespace));
+                    continue;
+                };
+                agent = Some(format);
+                // The first opening names the session (Codex: the first `session_meta`, wherever);
+                // a cwd it does not say, a later line of the same session may.
+                if let Some(meta) = meta {
+                    if session_id.is_none() {
+                        session_id = meta.id;
+                        cwd = meta.cwd;
+                    } else if cwd.is_none() && meta.id == session_id {
+                        cwd = meta.cwd;
+                    }
+                }
+                if let Some(id) = &entry.id {
+                    ids.insert(id.clone(), entries.len());
+                }
+                entries.push(entry);
             }
-            entries.push(entry);
         }
         let Some(agent) = agent else {
             return Err(Error::bad_input(
@@ -80,7 +93,10 @@ impl Ledger<'_> {
         let session_id = session_id.ok_or_else(|| {
             Error::bad_input(
                 source.describe(),
-                "no session id in its first line (not a Pi or Codex session)",
+                format!(
+                    "no session id in its lines (not a {} session)",
+                    Agent::names_or()
+                ),
             )
         })?;
         Ok(Ledger {
@@ -108,7 +124,8 @@ impl Ledger<'_> {
             .map(|n| n - 1)
     }
 
-    /// The index of the leaf of the active branch: the last entry (Pi), the last line (Codex).
+    /// The index of the leaf of the active branch: the last entry (Pi, Claude Code), the last line
+    /// (Codex).
     pub fn leaf(&self) -> Option<usize> {
         self.entries.len().checked_sub(1)
     }
@@ -131,25 +148,28 @@ impl Ledger<'_> {
 
     /// Stream the entries again; `visit` gets each one with its blocks.
     pub fn walk(&self, mut visit: impl FnMut(&Visit<'_>) -> Result<()>) -> Result<()> {
+        let format = self.agent.format();
         let mut lines = Lines::new(self.source)?;
-        let mut reader = self.agent.format().blocks();
+        let mut reader = format.blocks();
         let mut index = 0;
-        while let Some(line) = lines.next_line()? {
-            let Some(blocks) = reader.blocks(line) else {
-                continue;
-            };
-            // A live session may have grown since the first pass: its appended entries wait for
-            // the next read (the prefix read first is what every plan was made from).
-            let Some(entry) = self.entries.get(index) else {
-                break;
-            };
-            visit(&Visit {
-                index,
-                entry,
-                blocks,
-                line,
-            })?;
-            index += 1;
+        'lines: while let Some(line) = lines.next_line()? {
+            for object in format.objects(line) {
+                let Some(blocks) = reader.blocks(object) else {
+                    continue;
+                };
+                // A live session may have grown since the first pass: its appended entries wait
+                // for the next read (the prefix read first is what every plan was made from).
+                let Some(entry) = self.entries.get(index) else {
+                    break 'lines;
+                };
+                visit(&Visit {
+                    index,
+                    entry,
+                    blocks,
+                    line: object,
+                })?;
+                index += 1;
+            }
         }
         if index != self.entries.len() {
             return Err(Error::session_changed(self.source.describe(), "it shrank"));

@@ -145,10 +145,20 @@ fn plan(
             edits.insert(target, i);
         }
     }
+    // An entry without a timestamp (a Claude Code side record) dates the record by the nearest
+    // entry before it on its branch that has one.
+    let at = ledger
+        .path_to(at)
+        .into_iter()
+        .rev()
+        .map(|i| &ledger.entries[i].timestamp)
+        .find(|t| !t.is_empty())
+        .cloned()
+        .unwrap_or_default();
     Plan {
         seq,
         trigger: trigger.into(),
-        at: ledger.entries[at].timestamp.clone(),
+        at,
         usage,
         fold_event,
         cover,

@@ -1,4 +1,5 @@
-//! Finding sessions: the Codex rollouts and Pi sessions on this machine, or the files and folders
+//! Finding sessions: the Codex rollouts, Pi sessions and Claude Code transcripts on this machine,
+//! or the files and folders
 //! named on a command line, each with the fields its manifest records (`id`, `title`, `cwd`,
 //! `rollout_path`, `archived`).
 //!
@@ -12,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::agents::lines::for_each_line;
-use crate::agents::{Agent, Homes, Titles, Tree};
+use crate::agents::{Agent, Describe, Homes, Tree};
 use crate::error::{Error, IoContext, Result};
 use crate::store::check_session_id;
 use crate::store::manifest::Session;
@@ -57,13 +58,16 @@ struct Candidate {
     archived: bool,
 }
 
-/// Find sessions: under the agents' homes when `paths` is empty, else in the files and folders named.
-pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
+/// Find sessions: under the agents' homes when `paths` is empty, else in the files and folders
+/// named; only those of `agents` when it names any.
+pub fn discover(homes: &Homes, paths: &[PathBuf], agents: &[Agent]) -> Discovery {
     let mut found = Discovery::default();
     let mut candidates = Vec::new();
+    let wanted = |agent: &Agent| agents.is_empty() || agents.contains(agent);
     if paths.is_empty() {
         let trees = Agent::ALL
             .iter()
+            .filter(|a| wanted(a))
             .flat_map(|&agent| agent.format().trees().iter().map(move |t| (agent, t)));
         for (agent, tree) in trees {
             let dir = homes.of(agent).join(tree.dir);
@@ -91,18 +95,20 @@ pub fn discover(homes: &Homes, paths: &[PathBuf]) -> Discovery {
     candidates.sort_by(|a, b| a.path.cmp(&b.path));
     candidates.dedup_by(|a, b| a.path == b.path);
 
-    let titles: HashMap<Agent, Box<dyn Titles + '_>> = Agent::ALL
+    let describers: HashMap<Agent, Box<dyn Describe + '_>> = Agent::ALL
         .iter()
-        .map(|&agent| (agent, agent.format().titles(homes.of(agent))))
+        .map(|&agent| (agent, agent.format().describer(homes.of(agent))))
         .collect();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     // Reading titles can mean reading whole files (Pi's session_info may come last): in parallel.
     let described: Vec<_> = candidates
         .par_iter()
-        .map(|c| describe(c, &titles))
+        .map(|c| describe(c, &describers))
         .collect();
     for described in described {
         match described {
+            // Named on the command line: kept when it is one of the agents asked for.
+            Ok(session) if !agents.is_empty() && !session.agent.as_ref().is_some_and(wanted) => {}
             Ok(session) => match seen.get(&session.session.id) {
                 Some(first) => found.problems.push(format!(
                     "{}: session id {:?} is also the id of {}; skipped",
@@ -219,15 +225,20 @@ fn drop_shadowed_archives(candidates: &mut Vec<Candidate>) {
 }
 
 /// Read a candidate's first line (and, for its title, as much more as its agent needs).
-fn describe(candidate: &Candidate, titles: &HashMap<Agent, Box<dyn Titles + '_>>) -> Result<Found> {
+fn describe(
+    candidate: &Candidate,
+    describers: &HashMap<Agent, Box<dyn Describe + '_>>,
+) -> Result<Found> {
     let path = &candidate.path;
     let mut input = crate::input::open(path)?;
     let mut first = None;
+    let mut first_line = Vec::new();
     for_each_line(
         &mut input,
         crate::segment::Settings::default().max_json_line_bytes as usize,
         |line| {
             first = Agent::of_first_line(line);
+            first_line = line.to_vec();
             false
         },
     )
@@ -255,10 +266,18 @@ fn describe(candidate: &Candidate, titles: &HashMap<Agent, Box<dyn Titles + '_>>
     let id = id.unwrap_or_else(|| stem.to_string());
     check_session_id(&id)
         .map_err(|e| Error::bad_input(path.display(), format!("{e}; not folded")))?;
-    let title = agent.and_then(|agent| titles[&agent].title(&id, &mut input));
-    // Only an agent that archives sessions has archived ones.
-    let archived =
-        candidate.archived && agent.is_none_or(|a| a.format().trees().iter().any(|t| t.archived));
+    let described = agent
+        .map(|agent| describers[&agent].describe(&id, path, &first_line, &mut input))
+        .unwrap_or_default();
+    let cwd = cwd.or(described.cwd);
+    // An agent says whether a session is being written, or which of its folders are archives.
+    let archived = match described.active {
+        Some(active) => !active,
+        None => {
+            candidate.archived
+                && agent.is_none_or(|a| a.format().trees().iter().any(|t| t.archived))
+        }
+    };
     // A compressed archive is restored as the plain JSONL Codex reads.
     let restored = if crate::input::is_zstd(path) {
         path.with_extension("")
@@ -269,7 +288,7 @@ fn describe(candidate: &Candidate, titles: &HashMap<Agent, Box<dyn Titles + '_>>
     Ok(Found {
         session: Session {
             id,
-            title,
+            title: described.title,
             cwd,
             rollout_path,
             archived,

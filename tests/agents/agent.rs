@@ -1,12 +1,12 @@
-//! One real agent in a sandbox of temp folders: its own home, config dir (`CODEX_HOME` or
-//! `PI_CODING_AGENT_DIR`), temp dir and working directory, pointed at its own mock model on
+//! One real agent in a sandbox of temp folders: its own home, config dir (`CODEX_HOME`,
+//! `PI_CODING_AGENT_DIR` or `CLAUDE_CONFIG_DIR`), temp dir and working directory, pointed at its own mock model on
 //! loopback. The environment is cleared: nothing reaches the real home, and no credentials.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::install::agents;
+use super::install::{agents, claude};
 use super::mock::MockModel;
 use super::script;
 
@@ -14,6 +14,7 @@ use super::script;
 pub enum Kind {
     Codex,
     Pi,
+    Claude,
 }
 
 /// A session file an agent wrote.
@@ -35,7 +36,10 @@ const HANG: Duration = Duration::from_secs(300);
 
 impl Agent {
     pub fn new(kind: Kind) -> Self {
-        agents();
+        match kind {
+            Kind::Claude => drop(claude()),
+            _ => drop(agents()),
+        }
         let root = tempfile::tempdir().unwrap();
         let mock = MockModel::start();
         let agent = Self { kind, root, mock };
@@ -52,6 +56,7 @@ impl Agent {
                 std::fs::write(agent.config_dir().join("models.json"), agent.pi_models()).unwrap();
                 std::fs::write(agent.config_dir().join("settings.json"), PI_SETTINGS).unwrap();
             }
+            Kind::Claude => {}
         }
         agent
     }
@@ -71,6 +76,7 @@ impl Agent {
         self.root.path().join(match self.kind {
             Kind::Codex => "codex-home",
             Kind::Pi => "pi-agent",
+            Kind::Claude => "claude-config",
         })
     }
     /// The variable that points the agent, and ctxfold's session discovery, at `config_dir`.
@@ -78,6 +84,7 @@ impl Agent {
         match self.kind {
             Kind::Codex => "CODEX_HOME",
             Kind::Pi => "PI_CODING_AGENT_DIR",
+            Kind::Claude => "CLAUDE_CONFIG_DIR",
         }
     }
 
@@ -123,7 +130,11 @@ stream_max_retries = 0
     /// Every session file the agent has written, sorted.
     pub fn session_files(&self) -> Vec<PathBuf> {
         let mut files = Vec::new();
-        let mut stack = vec![self.config_dir().join("sessions")];
+        let tree = match self.kind {
+            Kind::Claude => "projects",
+            _ => "sessions",
+        };
+        let mut stack = vec![self.config_dir().join(tree)];
         while let Some(dir) = stack.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
@@ -153,6 +164,7 @@ stream_max_retries = 0
                 &prompt,
             ]),
             Kind::Pi => self.run(&["-p", "--provider", "mock", "--model", "mock-model", &prompt]),
+            Kind::Claude => self.run(&["-p", "--dangerously-skip-permissions", &prompt]),
         };
         assert!(ok, "{:?} failed on {scenario}\n{output}", self.kind);
         let new: Vec<PathBuf> = self
@@ -207,6 +219,13 @@ stream_max_retries = 0
                 path,
                 &prompt,
             ]),
+            Kind::Claude => self.run(&[
+                "-p",
+                "--dangerously-skip-permissions",
+                "--resume",
+                &session.id,
+                &prompt,
+            ]),
         }
     }
 
@@ -215,6 +234,7 @@ stream_max_retries = 0
         let program = match self.kind {
             Kind::Codex => &agents().codex,
             Kind::Pi => &agents().pi,
+            Kind::Claude => claude(),
         };
         let log = |name: &str| self.root.path().join(format!("{name}.log"));
         let (stdout, stderr) = (log("stdout"), log("stderr"));
@@ -232,8 +252,21 @@ stream_max_retries = 0
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&stdout).unwrap())
             .stderr(std::fs::File::create(&stderr).unwrap());
-        if self.kind == Kind::Pi {
-            cmd.env("PI_OFFLINE", "1").env("PI_SKIP_VERSION_CHECK", "1");
+        match self.kind {
+            Kind::Pi => {
+                cmd.env("PI_OFFLINE", "1").env("PI_SKIP_VERSION_CHECK", "1");
+            }
+            // An API key is all `-p` needs (no login); no traffic but the model's; the smallest
+            // auto-compact window, so that script::CLAUDE_COMPACT_TOKENS compacts; and, since the
+            // tests may run as root, the variable that lets root skip permission prompts.
+            Kind::Claude => {
+                cmd.env("ANTHROPIC_BASE_URL", self.mock.anthropic_base_url())
+                    .env("ANTHROPIC_API_KEY", "sk-ant-ctxfold-mock")
+                    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                    .env("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "100000")
+                    .env("IS_SANDBOX", "1");
+            }
+            Kind::Codex => {}
         }
         let mut child = cmd
             .spawn()
@@ -273,13 +306,15 @@ fn output(stdout: &Path, stderr: &Path) -> String {
 const PI_SETTINGS: &str =
     r#"{"compaction": {"enabled": true, "reserveTokens": 4000, "keepRecentTokens": 2000}}"#;
 
-/// The session id from the file's first line: Codex `session_meta.payload.id`, Pi's header `id`.
+/// The session id from the file's first line: Codex `session_meta.payload.id`, Pi's header `id`,
+/// Claude Code's `sessionId` on every line.
 pub fn session_id(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     first["payload"]["id"]
         .as_str()
         .or(first["id"].as_str())
+        .or(first["sessionId"].as_str())
         .unwrap_or_else(|| panic!("no session id in {}", path.display()))
         .to_string()
 }

@@ -1,8 +1,13 @@
 //! The real agents, pinned, installed with npm into a cached folder: `$CTXFOLD_AGENT_CACHE`, or
-//! `agent-cache/` beside cargo's test temp folder (under target/). A folder that already holds
-//! both pinned versions is reused; otherwise npm installs into a temp folder beside it, which is
-//! renamed into place only once both agents answer `--version` with the pinned version, so a
-//! failed or interrupted install is never taken for a good one.
+//! `agent-cache/` beside cargo's test temp folder (under target/). Codex and Pi share one folder,
+//! Claude Code (a 400 MB native binary, installed only by the tests that run it) has its own. A
+//! folder that already holds the pinned versions is reused; otherwise npm installs into a temp
+//! folder beside it, which is renamed into place only once the agents answer `--version` with the
+//! pinned version, so a failed or interrupted install is never taken for a good one.
+//!
+//! Claude Code's npm package is a wrapper whose postinstall links the platform package's binary
+//! (`@anthropic-ai/claude-code-linux-x64`, an optional dependency, also from npm) into place:
+//! nothing is downloaded from elsewhere, and it runs without a login given an API key.
 //!
 //! No npm, no Node.js new enough, or no agent: the test fails and says so. It never skips.
 
@@ -12,8 +17,10 @@ use std::sync::OnceLock;
 
 pub const CODEX_PACKAGE: &str = "@openai/codex@0.169.0";
 pub const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent@0.73.1";
+pub const CLAUDE_PACKAGE: &str = "@anthropic-ai/claude-code@2.1.332";
 const CODEX_VERSION: &str = "codex-cli 0.169.0";
 const PI_VERSION: &str = "0.73.1";
+const CLAUDE_VERSION: &str = "2.1.332 (Claude Code)";
 /// Pi's engines field asks for Node.js >= 20.6.
 const NODE_MAJOR: u32 = 20;
 
@@ -26,8 +33,25 @@ pub struct Agents {
 pub fn agents() -> &'static Agents {
     static AGENTS: OnceLock<Agents> = OnceLock::new();
     AGENTS.get_or_init(|| {
-        install()
-            .unwrap_or_else(|e| panic!("the agent tests need the real agents and cannot run: {e}"))
+        install(
+            "codex-0.169.0+pi-0.73.1",
+            &[CODEX_PACKAGE, PI_PACKAGE],
+            found,
+        )
+        .unwrap_or_else(|e| panic!("the agent tests need the real agents and cannot run: {e}"))
+    })
+}
+
+/// The installed Claude Code, once per test process.
+pub fn claude() -> &'static PathBuf {
+    static CLAUDE: OnceLock<PathBuf> = OnceLock::new();
+    CLAUDE.get_or_init(|| {
+        install("claude-code-2.1.332", &[CLAUDE_PACKAGE], |dir| {
+            let claude = dir.join("node_modules/.bin/claude");
+            check_version(&claude, CLAUDE_VERSION)?;
+            Ok(claude)
+        })
+        .unwrap_or_else(|e| panic!("the Claude Code tests need the real agent and cannot run: {e}"))
     })
 }
 
@@ -41,10 +65,15 @@ fn cache_dir() -> PathBuf {
     }
 }
 
-fn install() -> Result<Agents, String> {
+/// `packages` installed into the cache's folder `name`, as `found` finds them there.
+fn install<T>(
+    name: &str,
+    packages: &[&str],
+    found: impl Fn(&Path) -> Result<T, String>,
+) -> Result<T, String> {
     check_node()?;
     let cache = cache_dir();
-    let dir = cache.join("codex-0.169.0+pi-0.73.1");
+    let dir = cache.join(name);
     if let Ok(agents) = found(&dir) {
         return Ok(agents);
     }
@@ -57,7 +86,8 @@ fn install() -> Result<Agents, String> {
     };
     let (fresh, downloads) = (temp(".install-")?, temp(".npm-")?);
     eprintln!(
-        "installing {CODEX_PACKAGE} and {PI_PACKAGE} with npm into {} ...",
+        "installing {} with npm into {} ...",
+        packages.join(" and "),
         dir.display()
     );
     let out = Command::new("npm")
@@ -70,7 +100,7 @@ fn install() -> Result<Agents, String> {
             "--prefix",
         ])
         .arg(fresh.path())
-        .args([CODEX_PACKAGE, PI_PACKAGE])
+        .args(packages)
         // npm's own download cache: out of the home folder, and gone after the install (the
         // installed folder is the cache that matters; this saves its ~250 MB of tarballs).
         .env("npm_config_cache", downloads.path())
@@ -104,31 +134,37 @@ fn found(dir: &Path) -> Result<Agents, String> {
         codex: bin.join("codex"),
         pi: bin.join("pi"),
     };
-    // Even `--version` may set up a config dir in the home folder: give it a throwaway one.
-    let home = tempfile::tempdir().map_err(|e| format!("temp home: {e}"))?;
     for (program, want) in [(&agents.codex, CODEX_VERSION), (&agents.pi, PI_VERSION)] {
-        let out = Command::new(program)
-            .arg("--version")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .output()
-            .map_err(|e| format!("{}: {e}", program.display()))?;
-        // Pi prints its version on stderr.
-        let said = String::from_utf8_lossy(if out.stdout.is_empty() {
-            &out.stderr
-        } else {
-            &out.stdout
-        });
-        if !out.status.success() || said.trim() != want {
-            return Err(format!(
-                "{} --version said {:?}, want {want:?}",
-                program.display(),
-                said.trim()
-            ));
-        }
+        check_version(program, want)?;
     }
     Ok(agents)
+}
+
+/// `program --version` says `want`.
+fn check_version(program: &Path, want: &str) -> Result<(), String> {
+    // Even `--version` may set up a config dir in the home folder: give it a throwaway one.
+    let home = tempfile::tempdir().map_err(|e| format!("temp home: {e}"))?;
+    let out = Command::new(program)
+        .arg("--version")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .output()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    // Pi prints its version on stderr.
+    let said = String::from_utf8_lossy(if out.stdout.is_empty() {
+        &out.stderr
+    } else {
+        &out.stdout
+    });
+    if !out.status.success() || said.trim() != want {
+        return Err(format!(
+            "{} --version said {:?}, want {want:?}",
+            program.display(),
+            said.trim()
+        ));
+    }
+    Ok(())
 }
 
 fn check_node() -> Result<(), String> {

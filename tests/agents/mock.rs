@@ -1,7 +1,9 @@
 //! A model server of ours on 127.0.0.1: the OpenAI Responses API (`POST …/responses`, streamed as
 //! server-sent events), which both Codex (`wire_api = "responses"`) and Pi (`"api":
-//! "openai-responses"`) speak. What it answers comes from `script::reply`; this module is only the
-//! HTTP and the SSE framing, with std::net, one thread per connection, `Connection: close`.
+//! "openai-responses"`) speak, and the Anthropic Messages API (`POST /v1/messages`, streamed),
+//! which Claude Code speaks. What it answers comes from `script::reply` and `script::claude_reply`;
+//! this module is only the HTTP and the SSE framing, with std::net, one thread per connection,
+//! `Connection: close`.
 //!
 //! Every request is recorded, so a test can check what the agents really sent (and that nothing
 //! asked for a path we do not serve).
@@ -59,9 +61,14 @@ impl MockModel {
         Self { addr, shared }
     }
 
-    /// The API base both agents are given (they append `/responses`).
+    /// The API base Codex and Pi are given (they append `/responses`).
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// The API base Claude Code is given (`ANTHROPIC_BASE_URL`; it appends `/v1/messages`).
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -89,10 +96,19 @@ fn serve(stream: TcpStream, shared: &Shared) {
         body: body.clone(),
     });
     let mut stream = stream;
-    if method == "POST" && path.ends_with("/responses") {
-        let n = shared.next.fetch_add(1, Ordering::SeqCst);
-        let reply = script::reply(&body, n);
-        let events = sse(&reply, n);
+    let route = path.split('?').next().unwrap_or_default();
+    let events = match method.as_str() {
+        "POST" if route.ends_with("/responses") => {
+            let n = shared.next.fetch_add(1, Ordering::SeqCst);
+            Some(sse(&script::reply(&body, n), n))
+        }
+        "POST" if route == "/v1/messages" => {
+            let n = shared.next.fetch_add(1, Ordering::SeqCst);
+            Some(claude_sse(&body, &script::claude_reply(&body, n), n))
+        }
+        _ => None,
+    };
+    if let Some(events) = events {
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
             events.len()
@@ -199,6 +215,41 @@ fn sse(reply: &script::Reply, n: u64) -> Vec<u8> {
     let mut out = Vec::new();
     for (seq, mut event) in events.into_iter().enumerate() {
         event["sequence_number"] = json!(seq);
+        let kind = event["type"].as_str().unwrap().to_string();
+        out.extend_from_slice(format!("event: {kind}\ndata: {event}\n\n").as_bytes());
+    }
+    out
+}
+
+/// The Messages API event stream of one reply: `message_start`, each block started, given whole
+/// in one delta and stopped, then `message_delta` (stop reason, usage) and `message_stop`.
+fn claude_sse(request: &Value, reply: &script::ClaudeReply, n: u64) -> Vec<u8> {
+    let usage = json!({"input_tokens": reply.input_tokens, "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0, "output_tokens": 20});
+    let mut events = vec![json!({"type": "message_start", "message": {
+        "id": format!("msg_{n:04}"), "type": "message", "role": "assistant",
+        "model": request["model"], "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": usage}})];
+    for (index, block) in reply.blocks.iter().enumerate() {
+        let (start, delta) = match block["type"].as_str() {
+            Some("tool_use") => (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            ),
+            _ => (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            ),
+        };
+        events.push(json!({"type": "content_block_start", "index": index, "content_block": start}));
+        events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(json!({"type": "message_delta",
+        "delta": {"stop_reason": reply.stop_reason, "stop_sequence": null}, "usage": usage}));
+    events.push(json!({"type": "message_stop"}));
+    let mut out = Vec::new();
+    for event in events {
         let kind = event["type"].as_str().unwrap().to_string();
         out.extend_from_slice(format!("event: {kind}\ndata: {event}\n\n").as_bytes());
     }

@@ -6,7 +6,9 @@
 //! A request without tools is a compaction (Codex's and Pi's summarizers send none): it gets a
 //! summary. Steps are written once and spoken in each agent's dialect, told apart by the tools
 //! the request offers: Codex's `exec_command` (file writes and edits go through its `apply_patch`
-//! command), Pi's `bash`, `write` and `edit`.
+//! command), Pi's `bash`, `write` and `edit`. Claude Code speaks the Messages API instead
+//! ([`claude_reply`]): its `Bash`, `Write` and `Edit` (absolute paths), and its compaction request
+//! still offers the tools, so it is told by its instructions.
 
 use serde_json::{Value, json};
 
@@ -16,6 +18,12 @@ const QUIET_TOKENS: u64 = 1_000;
 /// `model_auto_compact_token_limit` and over Pi's `contextWindow - reserveTokens` (see the
 /// agents' configs), under Pi's context window so Pi does not take it for an overflow.
 pub const COMPACT_TOKENS: u64 = 38_000;
+/// The same for Claude Code, whose smallest auto-compact window (`CLAUDE_CODE_AUTO_COMPACT_WINDOW`)
+/// is 100 000 tokens: it compacts before the next turn past 100 000 - 20 000 - 13 000.
+pub const CLAUDE_COMPACT_TOKENS: u64 = 70_000;
+/// What Claude Code's compaction request asks, in the last user message.
+pub const CLAUDE_COMPACT_PROMPT: &str =
+    "Your task is to create a detailed summary of the conversation so far";
 
 pub const MARKER: &str = "ctxfold-scenario:";
 
@@ -130,6 +138,34 @@ pub struct Reply {
     pub input_tokens: u64,
 }
 
+/// The steps still to take in a request's conversation: the scenario named by the newest prompt
+/// that names one, from the step after the `results` tool results that follow it. `Err` says why
+/// there is none.
+fn next_step(
+    messages: &[Value],
+    is_prompt: impl Fn(&Value) -> bool,
+    results: impl Fn(&Value) -> usize,
+) -> Result<Step, String> {
+    let start = messages
+        .iter()
+        .rposition(|m| is_prompt(m) && text_of(m).contains(MARKER))
+        .ok_or("ctxfold mock: no scenario in the prompt")?;
+    let prompt = text_of(&messages[start]);
+    let name = prompt
+        .split(MARKER)
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .next()
+        .unwrap_or("");
+    let steps = scenario(name).ok_or(format!("ctxfold mock: unknown scenario {name:?}"))?;
+    let done: usize = messages[start..].iter().map(results).sum();
+    steps
+        .into_iter()
+        .nth(done)
+        .ok_or_else(|| "ctxfold mock: the scenario is over".to_string())
+}
+
 pub fn reply(request: &Value, n: u64) -> Reply {
     let tools: Vec<&str> = request["tools"]
         .as_array()
@@ -151,47 +187,27 @@ pub fn reply(request: &Value, n: u64) -> Reply {
         );
     }
     let input = request["input"].as_array().cloned().unwrap_or_default();
-    let Some(start) = input
-        .iter()
-        .rposition(|item| item["role"] == "user" && text_of(item).contains(MARKER))
-    else {
-        return say(n, "ctxfold mock: no scenario in the prompt", QUIET_TOKENS);
-    };
-    let prompt = text_of(&input[start]);
-    let name = prompt
-        .split(MARKER)
-        .nth(1)
-        .unwrap_or("")
-        .split_whitespace()
-        .next()
-        .unwrap_or("");
-    let Some(steps) = scenario(name) else {
-        return say(
-            n,
-            &format!("ctxfold mock: unknown scenario {name:?}"),
-            QUIET_TOKENS,
-        );
-    };
-    let done = input[start..]
-        .iter()
-        .filter(|item| item["type"] == "function_call_output")
-        .count();
-    match steps.get(done) {
-        None => say(n, "ctxfold mock: the scenario is over", QUIET_TOKENS),
-        Some(Step::Say { text, compact }) => say(
+    let step = next_step(
+        &input,
+        |item| item["role"] == "user",
+        |item| usize::from(item["type"] == "function_call_output"),
+    );
+    match step {
+        Err(why) => say(n, &why, QUIET_TOKENS),
+        Ok(Step::Say { text, compact }) => say(
             n,
             text,
-            if *compact {
+            if compact {
                 COMPACT_TOKENS
             } else {
                 QUIET_TOKENS
             },
         ),
-        Some(step) => {
+        Ok(step) => {
             let (name, arguments) = if codex {
-                codex_call(step)
+                codex_call(&step)
             } else {
-                pi_call(step)
+                pi_call(&step)
             };
             let item = json!({
                 "type": "function_call",
@@ -264,6 +280,85 @@ fn pi_call(step: &Step) -> (&'static str, Value) {
         Step::Edit { path, old, new } => (
             "edit",
             json!({"path": path, "edits": [{"oldText": old, "newText": new}]}),
+        ),
+        Step::Say { .. } => unreachable!("a Say is a message"),
+    }
+}
+
+/// What Claude Code gets: the content blocks of one assistant message, why it stopped, and the
+/// input tokens to report.
+pub struct ClaudeReply {
+    pub blocks: Vec<Value>,
+    pub stop_reason: &'static str,
+    pub input_tokens: u64,
+}
+
+/// The reply to a Messages API request from Claude Code. Its messages may include `system` ones
+/// mid-conversation; a prompt is the last text block of a user message.
+pub fn claude_reply(request: &Value, n: u64) -> ClaudeReply {
+    let say = |text: &str, input_tokens| ClaudeReply {
+        blocks: vec![json!({"type": "text", "text": text})],
+        stop_reason: "end_turn",
+        input_tokens,
+    };
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let last_user = messages.iter().rev().find(|m| m["role"] == "user");
+    if last_user.is_some_and(|m| text_of(m).contains(CLAUDE_COMPACT_PROMPT)) {
+        return say(&format!("<summary>\n{SUMMARY}\n</summary>"), QUIET_TOKENS);
+    }
+    let tool_results = |m: &Value| match &m["content"] {
+        Value::Array(parts) => parts.iter().filter(|p| p["type"] == "tool_result").count(),
+        _ => 0,
+    };
+    match next_step(&messages, |m| m["role"] == "user", tool_results) {
+        Err(why) => say(&why, QUIET_TOKENS),
+        Ok(Step::Say { text, compact }) => say(
+            text,
+            if compact {
+                CLAUDE_COMPACT_TOKENS
+            } else {
+                QUIET_TOKENS
+            },
+        ),
+        Ok(step) => {
+            let cwd = working_directory(request).unwrap_or_default();
+            let (name, input) = claude_call(&step, &cwd);
+            ClaudeReply {
+                blocks: vec![
+                    json!({"type": "tool_use", "id": format!("toolu_{n:04}"), "name": name, "input": input}),
+                ],
+                stop_reason: "tool_use",
+                input_tokens: QUIET_TOKENS,
+            }
+        }
+    }
+}
+
+/// The working directory Claude Code states in its environment context (`Primary working
+/// directory: …`): its Write and Edit take absolute paths only.
+fn working_directory(request: &Value) -> Option<String> {
+    const LABEL: &str = "Primary working directory: ";
+    let text = request.to_string();
+    let at = text.find(LABEL)? + LABEL.len();
+    let rest = &text[at..];
+    // The JSON text: a path ends at an escaped newline or the string's end.
+    let end = rest.find(['\\', '"']).unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
+}
+
+fn claude_call(step: &Step, cwd: &str) -> (&'static str, Value) {
+    match step {
+        Step::Shell(cmd) => (
+            "Bash",
+            json!({"command": cmd, "description": format!("Run {}", cmd.split(' ').next().unwrap())}),
+        ),
+        Step::Write { path, content } => (
+            "Write",
+            json!({"file_path": format!("{cwd}/{path}"), "content": content}),
+        ),
+        Step::Edit { path, old, new } => (
+            "Edit",
+            json!({"file_path": format!("{cwd}/{path}"), "old_string": old, "new_string": new, "replace_all": false}),
         ),
         Step::Say { .. } => unreachable!("a Say is a message"),
     }

@@ -118,6 +118,15 @@ pub mod own {
     /// Generated: Pi v1, model and thinking-level changes, aborted messages, images, bytes that
     /// are not UTF-8 inside a string.
     pub const PI_V1_MODEL_CHANGES: &str = "pi/v1-model-changes-aborted-images.jsonl";
+    /// Generated: Claude Code 2.1.x, every line type ctxfold reads: a failing command, a saved
+    /// large output, a traceback, a write, an edit, an image, a `!` command, `/compact`, a
+    /// subagent launched, `/rename`, two records on one line.
+    pub const CLAUDE_SESSION: &str = "claude/0f1d0000-0000-4000-8000-00000000c001.jsonl";
+    /// Generated: the transcript of the subagent that [`CLAUDE_SESSION`] launched.
+    pub const CLAUDE_SUBAGENT: &str = "claude/agent-a0f1d00000000c0a1.jsonl";
+    /// Generated: Claude Code 1.0.x, opening with a `summary` line; a `progress` row, an inline
+    /// sidechain, a `file-history-snapshot`.
+    pub const CLAUDE_LEGACY: &str = "claude/0f1d0000-0000-4000-8000-00000000c002.jsonl";
 }
 
 /// Where the own fixtures are.
@@ -166,15 +175,18 @@ pub fn public_fixture(name_part: &str) -> Option<PathBuf> {
     Some(found.unwrap_or_else(|| panic!("no public fixture {name_part:?}")))
 }
 
-/// The session files of a fixture folder (its codex/ and pi/ folders), sorted.
+/// The session files of a fixture folder (its codex/, pi/ and claude/ folders, those it has),
+/// sorted in each, in that order of folders.
 pub fn session_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for sub in ["codex", "pi"] {
-        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
-            files.push(entry.unwrap().path());
-        }
+    for sub in ["codex", "pi", "claude"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        let mut found: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+        found.sort();
+        files.extend(found);
     }
-    files.sort();
     assert!(!files.is_empty(), "no fixtures in {}", dir.display());
     files
 }

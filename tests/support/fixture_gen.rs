@@ -1,5 +1,5 @@
 //! The generator of the project's own edge-case fixtures (tests/fixtures, see its README.md):
-//! small, deterministic sessions in the shapes Codex and Pi write, every word and byte made up
+//! small, deterministic sessions in the shapes Codex, Pi and Claude Code write, every word and byte made up
 //! here. tests/fixtures.rs checks that the committed files are exactly what this writes;
 //! `CTXFOLD_WRITE_FIXTURES=1 cargo test --test fixtures` rewrites them.
 
@@ -15,8 +15,14 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         (own::CODEX_MID_TURN, codex_mid_turn()),
         (own::PI_V1_COMPACTION, pi_v1_compaction()),
         (own::PI_V1_MODEL_CHANGES, pi_v1_model_changes()),
+        (own::CLAUDE_SESSION, claude::session()),
+        (own::CLAUDE_SUBAGENT, claude::subagent()),
+        (own::CLAUDE_LEGACY, claude::legacy()),
     ]
 }
+
+#[path = "fixture_gen_claude.rs"]
+pub mod claude;
 
 /// Marks where raw bytes that are not UTF-8 go once a line is serialised.
 const NOT_UTF8: &str = "@@not-utf8@@";

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 
 use super::json::{self, Scratch};
 use super::place::shaped;
-use super::{Format, Meta, Titles, Tree};
+use super::{Describe, Format, Meta, Tree};
 use crate::ledger::{Block, Entry};
 
 /// Codex CLI rollouts.
@@ -107,7 +107,7 @@ impl Format for Codex {
         parse_stem(stem).map(|(_, id)| id)
     }
 
-    fn titles<'h>(&self, home: &'h Path) -> Box<dyn Titles + 'h> {
+    fn describer<'h>(&self, home: &'h Path) -> Box<dyn Describe + 'h> {
         Box::new(titles::Titles::new(home))
     }
 

@@ -13,6 +13,7 @@ use memchr::memmem;
 use serde::Deserialize;
 
 use super::lines::Line;
+use crate::agents::Described;
 use crate::agents::json::{self, Scratch, lenient};
 use crate::agents::lines::{MAX_META_LINE, for_each_line, title_line};
 
@@ -41,10 +42,13 @@ impl<'h> Titles<'h> {
     }
 }
 
-impl crate::agents::Titles for Titles<'_> {
-    fn title(&self, id: &str, rest: &mut dyn BufRead) -> Option<String> {
+impl crate::agents::Describe for Titles<'_> {
+    fn describe(&self, id: &str, _path: &Path, _first: &[u8], rest: &mut dyn BufRead) -> Described {
         let by_id = self.by_id.get_or_init(|| Self::load(self.home));
-        by_id.get(id).cloned().or_else(|| first_user_message(rest))
+        Described {
+            title: by_id.get(id).cloned().or_else(|| first_user_message(rest)),
+            ..Described::default()
+        }
     }
 }
 
@@ -121,7 +125,7 @@ fn first_user_message(input: &mut dyn BufRead) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::Titles as _;
+    use crate::agents::Describe as _;
 
     fn title(text: &str) -> Option<String> {
         first_user_message(&mut text.as_bytes())
@@ -178,7 +182,12 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join("state_5.sqlite"), b"not a database").unwrap();
         let titles = Titles::new(dir.path());
-        assert_eq!(titles.title("a", &mut &b""[..]), Some("second".into()));
-        assert_eq!(titles.title("b", &mut &b""[..]), None);
+        let title = |id| {
+            titles
+                .describe(id, Path::new("x"), b"", &mut &b""[..])
+                .title
+        };
+        assert_eq!(title("a"), Some("second".into()));
+        assert_eq!(title("b"), None);
     }
 }

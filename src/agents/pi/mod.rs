@@ -23,7 +23,7 @@ use serde_json::value::RawValue;
 use super::json::{self, Scratch};
 use super::lines::{MAX_META_LINE, for_each_line, title_line};
 use super::place::shaped;
-use super::{Format, Meta, Titles, Tree};
+use super::{Describe, Described, Format, Meta, Tree};
 use crate::ledger::{Block, Entry};
 
 /// Pi coding agent sessions.
@@ -80,7 +80,7 @@ impl Format for Pi {
         (shaped(time, TIME_SHAPE) && !id.is_empty()).then_some(id)
     }
 
-    fn titles<'h>(&self, _home: &'h Path) -> Box<dyn Titles + 'h> {
+    fn describer<'h>(&self, _home: &'h Path) -> Box<dyn Describe + 'h> {
         Box::new(PiTitles)
     }
 
@@ -115,36 +115,49 @@ impl Format for Pi {
 /// Titles from the session itself.
 struct PiTitles;
 
-impl Titles for PiTitles {
-    /// The last `session_info` name (an entry without one clears it), else the first message
-    /// from a person.
-    fn title(&self, _id: &str, rest: &mut dyn BufRead) -> Option<String> {
-        let mut name: Option<String> = None;
-        let mut first_user: Option<String> = None;
-        let _ = for_each_line(rest, MAX_META_LINE, |line| {
-            let info = memmem::find(line, b"\"session_info\"").is_some();
-            let user = first_user.is_none() && memmem::find(line, b"\"user\"").is_some();
-            if !(info || user) {
-                return true;
-            }
-            let mut scratch = Scratch::default();
-            let Some(entry) = json::parse::<lines::Line<'_>>(line, &mut scratch) else {
-                return true;
-            };
-            let entry = entry.value;
-            match entry.kind.as_deref() {
-                Some("session_info") => name = entry.name.as_deref().and_then(title_line),
-                Some("message") if first_user.is_none() => {
-                    if let Some(text) = entry.message.and_then(|m| m.user_text()) {
-                        first_user = title_line(&text);
-                    }
-                }
-                _ => {}
-            }
-            true
-        });
-        name.or(first_user)
+impl Describe for PiTitles {
+    fn describe(
+        &self,
+        _id: &str,
+        _path: &Path,
+        _first: &[u8],
+        rest: &mut dyn BufRead,
+    ) -> Described {
+        Described {
+            title: title(rest),
+            ..Described::default()
+        }
     }
+}
+
+/// The last `session_info` name (an entry without one clears it), else the first message from a
+/// person.
+fn title(rest: &mut dyn BufRead) -> Option<String> {
+    let mut name: Option<String> = None;
+    let mut first_user: Option<String> = None;
+    let _ = for_each_line(rest, MAX_META_LINE, |line| {
+        let info = memmem::find(line, b"\"session_info\"").is_some();
+        let user = first_user.is_none() && memmem::find(line, b"\"user\"").is_some();
+        if !(info || user) {
+            return true;
+        }
+        let mut scratch = Scratch::default();
+        let Some(entry) = json::parse::<lines::Line<'_>>(line, &mut scratch) else {
+            return true;
+        };
+        let entry = entry.value;
+        match entry.kind.as_deref() {
+            Some("session_info") => name = entry.name.as_deref().and_then(title_line),
+            Some("message") if first_user.is_none() => {
+                if let Some(text) = entry.message.and_then(|m| m.user_text()) {
+                    first_user = title_line(&text);
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    name.or(first_user)
 }
 
 #[cfg(test)]
@@ -152,7 +165,7 @@ mod tests {
     use super::*;
 
     fn title(text: &str) -> Option<String> {
-        PiTitles.title("x", &mut text.as_bytes())
+        super::title(&mut text.as_bytes())
     }
 
     #[test]

@@ -26,9 +26,10 @@ const TOOLS: &[&str] = &[
     "curl", "bash", "sh",
 ];
 
-/// The command a tool call ran, when it is a shell-class call.
+/// The command a tool call ran, when it is a shell-class call (whatever the case of its name:
+/// Claude Code's is `Bash`).
 pub fn command_of(tool: &str, args: &Value) -> Option<String> {
-    if !SHELL_TOOLS.contains(&tool) {
+    if !SHELL_TOOLS.iter().any(|t| t.eq_ignore_ascii_case(tool)) {
         return None;
     }
     let command = args.get("command").or_else(|| args.get("cmd"))?;
@@ -78,6 +79,10 @@ mod tests {
     fn commands_are_the_command_text() {
         assert_eq!(
             command_of("bash", &json!({"command": "ls -la"})).as_deref(),
+            Some("ls -la")
+        );
+        assert_eq!(
+            command_of("Bash", &json!({"command": "ls -la", "description": "List"})).as_deref(),
             Some("ls -la")
         );
         assert_eq!(
