@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::ledger::{Block, Entry};
 
 /// The agents whose session files ctxfold knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Agent {
     Codex,
@@ -114,6 +114,23 @@ pub trait Format: Sync {
     /// The blocks of the entry at `line` with its content replaced by `content` (an edit), their
     /// ids suffixed `:edit:<edit_id>`.
     fn edited(&self, line: &[u8], content: &RawValue, edit_id: &str) -> Vec<Block>;
+
+    /// What `line` says about the session besides its blocks, for a person reading it (`ctxfold
+    /// show`): the model it goes on with, a compaction. A format that says nothing has none.
+    fn marks(&self, _line: &[u8]) -> Vec<Mark> {
+        Vec::new()
+    }
+}
+
+/// What a line says about the session besides its blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mark {
+    /// The model the session goes on with (a line may repeat the one in use).
+    Model(String),
+    /// The reasoning effort or thinking level it goes on with.
+    Thinking(String),
+    /// The context was compacted here; the summary, when the line holds one, is its block.
+    Compaction { tokens_before: Option<u64> },
 }
 
 /// Session titles, as the agent shows them.

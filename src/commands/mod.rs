@@ -23,6 +23,7 @@ pub mod repack;
 pub mod restore;
 pub mod rm;
 pub mod seeds;
+pub mod show;
 pub mod split;
 pub mod stats;
 pub mod status;
@@ -59,6 +60,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<fold::FoldArgs>(Level::Porcelain),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
         Spec::of::<ls::LsArgs>(Level::Porcelain),
+        Spec::of::<show::ShowArgs>(Level::Porcelain),
         Spec::of::<status::StatusArgs>(Level::Porcelain),
         Spec::of::<stats::StatsArgs>(Level::Porcelain),
         Spec::of::<fsck::FsckArgs>(Level::Porcelain),
