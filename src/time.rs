@@ -39,7 +39,11 @@ impl Instant {
             return None;
         }
         let (days, rest) = (date(&text[..10])?, &text[11..]);
-        let number = |s: &str| s.parse::<i64>().ok().filter(|_| s.bytes().all(|c| c.is_ascii_digit()));
+        let number = |s: &str| {
+            s.parse::<i64>()
+                .ok()
+                .filter(|_| s.bytes().all(|c| c.is_ascii_digit()))
+        };
         let (hour, minute) = (number(rest.get(..2)?)?, number(rest.get(3..5)?)?);
         if rest.as_bytes()[2] != b':' || hour > 23 || minute > 59 {
             return None;
@@ -138,7 +142,8 @@ pub fn since(text: &str, now: Instant) -> Result<Instant> {
         Some(ms) => Some(Instant(now.0 - ms)),
         None if text.len() == 10 => date(text).map(|days| Instant(days * DAY_MS)),
         None => {
-            let zoned = text.ends_with(['Z', 'z']) || text.get(16..).is_some_and(|t| t.contains(['+', '-']));
+            let zoned = text.ends_with(['Z', 'z'])
+                || text.get(16..).is_some_and(|t| t.contains(['+', '-']));
             let full = if zoned {
                 text.to_string()
             } else {
@@ -160,7 +165,11 @@ fn date(text: &str) -> Option<i64> {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
-    let part = |s: &str| s.parse::<i64>().ok().filter(|_| s.bytes().all(|c| c.is_ascii_digit()));
+    let part = |s: &str| {
+        s.parse::<i64>()
+            .ok()
+            .filter(|_| s.bytes().all(|c| c.is_ascii_digit()))
+    };
     let (year, month, day) = (part(&text[..4])?, part(&text[5..7])?, part(&text[8..])?);
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
@@ -212,13 +221,22 @@ mod tests {
             Some(at),
             "long fractions"
         );
-        assert_eq!(Instant::parse("1786622042861"), Some(Instant(1_786_622_042_861)));
+        assert_eq!(
+            Instant::parse("1786622042861"),
+            Some(Instant(1_786_622_042_861))
+        );
         assert_eq!(
             Instant::parse("1970-01-01T00:00Z"),
             Some(Instant(0)),
             "no seconds"
         );
-        for bad in ["", "2026-05-11", "2026-13-01T00:00Z", "yesterday", "2026-05-11T25:00Z"] {
+        for bad in [
+            "",
+            "2026-05-11",
+            "2026-13-01T00:00Z",
+            "yesterday",
+            "2026-05-11T25:00Z",
+        ] {
             assert_eq!(Instant::parse(bad), None, "{bad}");
         }
         assert_eq!(Instant(-1).rfc3339(), "1969-12-31T23:59:59.999Z");
@@ -227,7 +245,10 @@ mod tests {
     #[test]
     fn since_takes_dates_times_and_ages() {
         let now = Instant::parse("2026-05-11T10:00:00Z").unwrap();
-        assert_eq!(since("2026-05-01", now).unwrap().rfc3339(), "2026-05-01T00:00:00.000Z");
+        assert_eq!(
+            since("2026-05-01", now).unwrap().rfc3339(),
+            "2026-05-01T00:00:00.000Z"
+        );
         assert_eq!(
             since("2026-05-01T12:30", now).unwrap().rfc3339(),
             "2026-05-01T12:30:00.000Z"
@@ -236,9 +257,18 @@ mod tests {
             since("2026-05-01T12:30:00+02:00", now).unwrap().rfc3339(),
             "2026-05-01T10:30:00.000Z"
         );
-        assert_eq!(since("3d", now).unwrap().rfc3339(), "2026-05-08T10:00:00.000Z");
-        assert_eq!(since("2w", now).unwrap().rfc3339(), "2026-04-27T10:00:00.000Z");
-        assert_eq!(since("90m", now).unwrap().rfc3339(), "2026-05-11T08:30:00.000Z");
+        assert_eq!(
+            since("3d", now).unwrap().rfc3339(),
+            "2026-05-08T10:00:00.000Z"
+        );
+        assert_eq!(
+            since("2w", now).unwrap().rfc3339(),
+            "2026-04-27T10:00:00.000Z"
+        );
+        assert_eq!(
+            since("90m", now).unwrap().rfc3339(),
+            "2026-05-11T08:30:00.000Z"
+        );
         for bad in ["soon", "3 days", "d", "2026-5-1"] {
             assert!(since(bad, now).is_err(), "{bad}");
         }

@@ -46,6 +46,14 @@ impl Agent {
         }
     }
 
+    /// Its name in listings, JSON and `--agent` (`codex`, `pi`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Agent::Codex => "codex",
+            Agent::Pi => "pi",
+        }
+    }
+
     /// The agent whose first line `first` is (with what it says), if any.
     pub fn of_first_line(first: &[u8]) -> Option<(Agent, Meta)> {
         Self::ALL

@@ -127,7 +127,10 @@ impl Pager {
         }
         match status.code() {
             Some(126 | 127) => Err(Error::system(
-                format!("run the pager {:?} (set CTXFOLD_PAGER, or --no-pager)", self.command),
+                format!(
+                    "run the pager {:?} (set CTXFOLD_PAGER, or --no-pager)",
+                    self.command
+                ),
                 std::io::Error::from(std::io::ErrorKind::NotFound),
             )),
             _ => Ok(()),
@@ -144,11 +147,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        move |name| {
-            vars.iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.into())
-        }
+        move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
     }
 
     fn command(terminal: bool, no_pager: bool, vars: &[(&str, &str)]) -> Option<String> {
@@ -163,7 +162,12 @@ mod tests {
             Some("more")
         );
         assert_eq!(
-            command(true, false, &[("PAGER", "more"), ("CTXFOLD_PAGER", "less -S")]).as_deref(),
+            command(
+                true,
+                false,
+                &[("PAGER", "more"), ("CTXFOLD_PAGER", "less -S")]
+            )
+            .as_deref(),
             Some("less -S")
         );
         // Not on a terminal, asked not to, `cat`, or set to nothing: no pager.

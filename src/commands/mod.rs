@@ -14,6 +14,7 @@ pub mod hash_object;
 pub mod help;
 pub mod install_docs;
 pub mod list_sessions;
+pub mod log;
 pub mod ls;
 pub mod mirror;
 pub mod read_seeds;
@@ -60,6 +61,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<fold::FoldArgs>(Level::Porcelain),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
         Spec::of::<ls::LsArgs>(Level::Porcelain),
+        Spec::of::<log::LogArgs>(Level::Porcelain),
         Spec::of::<show::ShowArgs>(Level::Porcelain),
         Spec::of::<status::StatusArgs>(Level::Porcelain),
         Spec::of::<stats::StatsArgs>(Level::Porcelain),

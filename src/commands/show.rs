@@ -73,7 +73,7 @@ impl Command for ShowArgs {
             } else if self.json {
                 self.records(source.as_ref(), io.out)?
             } else {
-                self.header(io, &named, from, store.as_ref())?;
+                self.header(io, &named, from)?;
                 self.rendered(source.as_ref(), io)?
             };
             match self.turn {
@@ -162,28 +162,31 @@ impl ShowArgs {
         })
     }
 
-    fn header(
-        &self,
-        io: &mut Io<'_>,
-        named: &Named,
-        from: From,
-        store: Option<&Store>,
-    ) -> Result<()> {
+    /// The session's id, title and folder; where it is read from is said on stderr when it is
+    /// the store (the file is gone), so that a session shows the same from either.
+    fn header(&self, io: &mut Io<'_>, named: &Named, from: From) -> Result<()> {
+        if from == From::Store {
+            let gone = named
+                .manifest
+                .as_ref()
+                .map(|m| m.session.rollout_path.as_str());
+            io.note(format_args!(
+                "{} is not on disk: showing the folded session",
+                gone.unwrap_or("its file")
+            ));
+        }
         let style = self.color.style(io.out_is_terminal());
         let heading = format!("session {}", named.describe());
-        emit(io.out, style.paint(crate::cli::style::Role::Heading, heading))?;
+        emit(
+            io.out,
+            style.paint(crate::cli::style::Role::Heading, heading),
+        )?;
         if let Some(title) = &named.title {
             emit(io.out, format_args!("title:  {title}"))?;
         }
         if let Some(cwd) = &named.cwd {
             emit(io.out, format_args!("cwd:    {cwd}"))?;
         }
-        let from = match (from, &named.file, store) {
-            (From::File, Some(path), _) => path.display().to_string(),
-            (_, _, Some(store)) => format!("the store ({})", store.root().display()),
-            _ => String::new(),
-        };
-        emit(io.out, format_args!("from:   {from}"))?;
         emit(io.out, "")
     }
 

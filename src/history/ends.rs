@@ -31,7 +31,11 @@ pub fn opening(store: &Store, manifest: &Manifest) -> Result<Option<(Agent, Meta
 }
 
 /// The last activity of a folded session, read from the store.
-pub fn folded_activity(store: &Store, manifest: &Manifest, agent: Option<Agent>) -> Result<Option<Instant>> {
+pub fn folded_activity(
+    store: &Store,
+    manifest: &Manifest,
+    agent: Option<Agent>,
+) -> Result<Option<Instant>> {
     let lines = skim::last_lines(store, manifest, TAIL_LINES, LIMIT)?;
     Ok(last_activity(agent, &lines))
 }

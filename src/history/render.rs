@@ -98,7 +98,10 @@ impl Renderer {
             .map(|at| format!("  {}", at.seconds()))
             .unwrap_or_default();
         let heading = format!("turn {}{when}", self.turn);
-        write_line(out, &format!("{}", self.style.paint(Role::Heading, heading)))
+        write_line(
+            out,
+            &format!("{}", self.style.paint(Role::Heading, heading)),
+        )
     }
 
     fn mark(&mut self, line: &Line<'_>, mark: &Mark, out: &mut dyn Write) -> Result<()> {
@@ -231,7 +234,10 @@ impl Renderer {
         for (at, line) in lines.iter().enumerate() {
             if elide && at == HEAD {
                 let note = format!("… {} lines …", total - HEAD - TAIL);
-                write_line(out, &format!("{INDENT}{}", self.style.paint(Role::Dim, note)))?;
+                write_line(
+                    out,
+                    &format!("{INDENT}{}", self.style.paint(Role::Dim, note)),
+                )?;
             }
             if elide && (HEAD..total - TAIL).contains(&at) {
                 continue;
@@ -279,7 +285,9 @@ mod tests {
         let renderer = Renderer::new(Style::PLAIN, None);
         let text: Vec<String> = (1..=40).map(|i| format!("line {i}")).collect();
         let mut out = Vec::new();
-        renderer.text(&mut out, &text.join("\n"), Role::Dim, true).unwrap();
+        renderer
+            .text(&mut out, &text.join("\n"), Role::Dim, true)
+            .unwrap();
         let shown = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = shown.lines().map(str::trim).collect();
         assert_eq!(lines.len(), HEAD + 1 + TAIL);

@@ -96,7 +96,10 @@ mod tests {
     #[test]
     fn prefixes_name_one_session_or_say_which_they_match() {
         let known = ids(&["019c8a4c-ed82", "019c8a70-dda7", "01a2", "01a2-x"]);
-        assert_eq!(resolve_prefix("019c8a7", &known), Ok("019c8a70-dda7".into()));
+        assert_eq!(
+            resolve_prefix("019c8a7", &known),
+            Ok("019c8a70-dda7".into())
+        );
         // A full id that is also a prefix of another is that id.
         assert_eq!(resolve_prefix("01a2", &known), Ok("01a2".into()));
         assert_eq!(resolve_prefix("ff", &known), Err(Unresolved::None));
@@ -111,12 +114,18 @@ mod tests {
         let Err(Unresolved::Ambiguous(message)) = resolve_prefix("ab", &many) else {
             panic!("not ambiguous");
         };
-        assert!(message.ends_with("ab0, ab1, ab2, ab3, ab4 and 2 more"), "{message}");
+        assert!(
+            message.ends_with("ab0, ab1, ab2, ab3, ab4 and 2 more"),
+            "{message}"
+        );
     }
 
     #[test]
     fn unique_prefixes_grow_until_ids_part() {
-        assert_eq!(unique_prefix_len(&["01a22ec3-195e", "01a22ec3-2142"], 8), 10);
+        assert_eq!(
+            unique_prefix_len(&["01a22ec3-195e", "01a22ec3-2142"], 8),
+            10
+        );
         assert_eq!(unique_prefix_len(&["0a", "1b"], 8), 8);
         assert_eq!(unique_prefix_len(&["same", "same"], 2), 2);
     }

@@ -67,11 +67,7 @@ pub fn last_lines(
     Ok(lines)
 }
 
-fn read_elided(
-    store: &Store,
-    part: &super::manifest::Part,
-    out: &mut Vec<u8>,
-) -> Result<()> {
+fn read_elided(store: &Store, part: &super::manifest::Part, out: &mut Vec<u8>) -> Result<()> {
     match part.kind {
         PartKind::Field => out.extend_from_slice(ELIDED),
         PartKind::Residual => {

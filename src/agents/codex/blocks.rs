@@ -294,18 +294,21 @@ mod tests {
 
     #[test]
     fn outcomes_come_from_each_shape_of_output() {
-        let (outcome, shown) = outcome_of(
-            r#"{"output":"a\nb","metadata":{"exit_code":101,"duration_seconds":0.1}}"#,
-        );
+        let (outcome, shown) =
+            outcome_of(r#"{"output":"a\nb","metadata":{"exit_code":101,"duration_seconds":0.1}}"#);
         assert_eq!(outcome, Some(Outcome::exited(101)));
         assert_eq!(shown.as_deref(), Some("a\nb"));
-        let unified = "Chunk ID: x\nWall time: 1 seconds\nProcess exited with code 2\nOutput:\nboom";
+        let unified =
+            "Chunk ID: x\nWall time: 1 seconds\nProcess exited with code 2\nOutput:\nboom";
         assert_eq!(outcome_of(unified), (Some(Outcome::exited(2)), None));
         assert_eq!(
             outcome_of("Exit code: 0\nWall time: 0 seconds\nOutput:\nok").0,
             Some(Outcome::exited(0))
         );
-        assert_eq!(outcome_of("Process running with session ID 4\nOutput:\n").0, None);
+        assert_eq!(
+            outcome_of("Process running with session ID 4\nOutput:\n").0,
+            None
+        );
         assert!(Outcome::exited(1).failed && !Outcome::exited(0).failed);
     }
 }

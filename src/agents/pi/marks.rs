@@ -68,7 +68,10 @@ mod tests {
     #[test]
     fn model_and_thinking_changes_and_compactions_are_marked() {
         let change = br#"{"type":"model_change","id":"a","parentId":null,"timestamp":"T","provider":"anthropic","modelId":"claude-opus-4-5"}"#;
-        assert_eq!(of(change), [Mark::Model("anthropic/claude-opus-4-5".into())]);
+        assert_eq!(
+            of(change),
+            [Mark::Model("anthropic/claude-opus-4-5".into())]
+        );
         let header = br#"{"type":"session","id":"s","timestamp":"T","cwd":"/x","provider":"openai","modelId":"gpt-5.1","thinkingLevel":"off"}"#;
         assert_eq!(
             of(header),
@@ -84,7 +87,8 @@ mod tests {
                 tokens_before: Some(184525)
             }]
         );
-        let message = br#"{"type":"message","message":{"role":"user","content":"the \"session\" word"}}"#;
+        let message =
+            br#"{"type":"message","message":{"role":"user","content":"the \"session\" word"}}"#;
         assert!(of(message).is_empty());
     }
 }
