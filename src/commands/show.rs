@@ -64,6 +64,17 @@ impl Command for ShowArgs {
         let store = open_if_any(&self.store)?;
         let named = Named::find(&self.session, store.as_ref())?;
         let (source, from) = named.source(store.as_ref())?;
+        // Said on stderr, so that a session shows the same from its file and from the store.
+        if from == From::Store {
+            let gone = named
+                .manifest
+                .as_ref()
+                .map(|m| m.session.rollout_path.as_str());
+            io.note(format_args!(
+                "{} is not on disk: showing the folded session",
+                gone.unwrap_or("its file")
+            ));
+        }
         pager::page(io, &self.pager, |io| {
             let turns = if self.raw && self.turn.is_none() {
                 copy(source.as_ref(), io.out)?;
@@ -73,7 +84,7 @@ impl Command for ShowArgs {
             } else if self.json {
                 self.records(source.as_ref(), io.out)?
             } else {
-                self.header(io, &named, from)?;
+                self.header(io, &named)?;
                 self.rendered(source.as_ref(), io)?
             };
             match self.turn {
@@ -162,19 +173,8 @@ impl ShowArgs {
         })
     }
 
-    /// The session's id, title and folder; where it is read from is said on stderr when it is
-    /// the store (the file is gone), so that a session shows the same from either.
-    fn header(&self, io: &mut Io<'_>, named: &Named, from: From) -> Result<()> {
-        if from == From::Store {
-            let gone = named
-                .manifest
-                .as_ref()
-                .map(|m| m.session.rollout_path.as_str());
-            io.note(format_args!(
-                "{} is not on disk: showing the folded session",
-                gone.unwrap_or("its file")
-            ));
-        }
+    /// The session's id, title and folder.
+    fn header(&self, io: &mut Io<'_>, named: &Named) -> Result<()> {
         let style = self.color.style(io.out_is_terminal());
         let heading = format!("session {}", named.describe());
         emit(
