@@ -5,6 +5,7 @@
 pub mod cat_manifest;
 pub mod cat_object;
 pub mod completions;
+pub mod diff;
 pub mod docs;
 pub mod extract_seeds;
 pub mod fold;
@@ -63,6 +64,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<ls::LsArgs>(Level::Porcelain),
         Spec::of::<log::LogArgs>(Level::Porcelain),
         Spec::of::<show::ShowArgs>(Level::Porcelain),
+        Spec::of::<diff::DiffArgs>(Level::Porcelain),
         Spec::of::<status::StatusArgs>(Level::Porcelain),
         Spec::of::<stats::StatsArgs>(Level::Porcelain),
         Spec::of::<fsck::FsckArgs>(Level::Porcelain),

@@ -176,7 +176,7 @@ impl ShowArgs {
     /// The session's id, title and folder.
     fn header(&self, io: &mut Io<'_>, named: &Named) -> Result<()> {
         let style = self.color.style(io.out_is_terminal());
-        let heading = format!("session {}", named.describe());
+        let heading = format!("session {}", named.id_or_describe());
         emit(
             io.out,
             style.paint(crate::cli::style::Role::Heading, heading),

@@ -6,6 +6,7 @@
 //! Not for: plumbing's stable formats, or anything that writes.
 
 pub mod ends;
+pub mod fork;
 pub mod named;
 pub mod records;
 pub mod render;

@@ -22,6 +22,8 @@ pub struct Named {
     pub manifest: Option<Manifest>,
     /// Its file on disk, when there is one.
     pub file: Option<PathBuf>,
+    /// Whether it was named by its file's path (which then names it in messages).
+    pub by_path: bool,
 }
 
 impl Named {
@@ -29,7 +31,7 @@ impl Named {
     pub fn find(spec: &str, store: Option<&Store>) -> Result<Self> {
         let path = Path::new(spec);
         if spec.contains('/') || (path.is_file() && !store.is_some_and(|s| s.has_manifest(spec))) {
-            return Self::path(path);
+            return Self::path(path, store);
         }
         if let Some(store) = store {
             match store.resolve_session(spec) {
@@ -41,20 +43,30 @@ impl Named {
         Self::on_disk(spec, store)
     }
 
-    /// A session file named by its path.
-    fn path(path: &Path) -> Result<Self> {
+    /// A session file named by its path: its id, title and folder as discovery reads them, and
+    /// its folded version when the store holds one under that id (and it can be read).
+    fn path(path: &Path, store: Option<&Store>) -> Result<Self> {
         if !path.is_file() {
             return Err(Error::not_found(format!(
                 "{}: no such session file",
                 path.display()
             )));
         }
+        let found = discover(&Homes::from_env()?, &[path.to_path_buf()])
+            .sessions
+            .pop();
+        // A manifest that cannot be read does not keep the file from being read.
+        let manifest = match (&found, store) {
+            (Some(found), Some(store)) => store.load_manifest(&found.session.id).ok(),
+            _ => None,
+        };
         Ok(Self {
-            id: None,
-            title: None,
-            cwd: None,
-            manifest: None,
+            id: found.as_ref().map(|f| f.session.id.clone()),
+            title: found.as_ref().and_then(|f| f.session.title.clone()),
+            cwd: found.and_then(|f| f.session.cwd),
+            manifest,
             file: Some(path.to_path_buf()),
+            by_path: true,
         })
     }
 
@@ -73,6 +85,7 @@ impl Named {
             cwd: manifest.session.cwd.clone(),
             file,
             manifest: Some(manifest),
+            by_path: false,
         })
     }
 
@@ -107,6 +120,7 @@ impl Named {
             cwd: found.session.cwd,
             manifest: None,
             file: Some(found.path),
+            by_path: false,
         })
     }
 
@@ -129,13 +143,19 @@ impl Named {
         }
     }
 
-    /// What to call it in messages.
+    /// What to call it in messages: its id, or its path when it was named so (or has no id).
     pub fn describe(&self) -> String {
         match (&self.id, &self.file) {
+            (_, Some(path)) if self.by_path => path.display().to_string(),
             (Some(id), _) => id.clone(),
             (None, Some(path)) => path.display().to_string(),
             (None, None) => "the session".into(),
         }
+    }
+
+    /// Its id, else what to call it.
+    pub fn id_or_describe(&self) -> String {
+        self.id.clone().unwrap_or_else(|| self.describe())
     }
 }
 
