@@ -81,12 +81,20 @@ impl<'s> Fork<'s> {
         self.common
     }
 
-    /// The next turn of each side after the point where they part (`None` for a side that has
-    /// no more), or `None` when both have ended.
+    /// The next turn after the point where they part, from each side that has it (`None` for a
+    /// side whose next turn is a later one, or that has ended), or `None` when both have ended.
     pub fn next_turns(&mut self) -> Result<Option<(Option<Chunk>, Option<Chunk>)>> {
-        let a = self.a.next_chunk()?;
-        let b = self.b.next_chunk()?;
-        Ok((a.is_some() || b.is_some()).then_some((a, b)))
+        self.a.peek()?;
+        self.b.peek()?;
+        let turn = |side: &Side<'_>| side.peeked.as_ref().map(|c| c.turn);
+        let Some(next) = [turn(&self.a), turn(&self.b)].into_iter().flatten().min() else {
+            return Ok(None);
+        };
+        let take = |side: &mut Side<'_>| match turn(side) == Some(next) {
+            true => side.peeked.take(),
+            false => None,
+        };
+        Ok(Some((take(&mut self.a), take(&mut self.b))))
     }
 
     /// What each has after the point, once `next_turns` has said `None`.
@@ -98,6 +106,8 @@ impl<'s> Fork<'s> {
 struct Side<'s> {
     stream: Stream<'s>,
     state: State,
+    /// Its next turn, read ahead to pair it with the other side's.
+    peeked: Option<Chunk>,
 }
 
 /// A side's rendering: the turn being gathered, and the next one's start when its opening line
@@ -113,6 +123,7 @@ impl<'s> Side<'s> {
     fn new(source: &'s dyn Source) -> Result<Self> {
         Ok(Self {
             stream: Stream::new(source)?,
+            peeked: None,
             state: State {
                 renderer: Renderer::new(Style::PLAIN, None),
                 current: None,
@@ -122,16 +133,19 @@ impl<'s> Side<'s> {
         })
     }
 
-    fn next_chunk(&mut self) -> Result<Option<Chunk>> {
-        loop {
+    /// Read its next turn ahead, unless it is read already or there is none.
+    fn peek(&mut self) -> Result<()> {
+        while self.peeked.is_none() {
             if let Some(chunk) = self.state.ready.take() {
-                return Ok(Some(chunk));
-            }
-            match self.stream.next_line()? {
-                Some(line) => self.state.take(&line)?,
-                None => return Ok(self.state.current.take()),
+                self.peeked = Some(chunk);
+            } else if let Some(line) = self.stream.next_line()? {
+                self.state.take(&line)?;
+            } else {
+                self.peeked = self.state.current.take();
+                break;
             }
         }
+        Ok(())
     }
 }
 
