@@ -48,8 +48,9 @@ fn user_messages(path: &Path) -> Vec<String> {
                 .join("\n"),
             _ => continue,
         };
-        let context = ["<", "# AGENTS.md"].iter().any(|p| text.starts_with(p));
-        if !text.trim().is_empty() && !(kind == "input_text" && context) {
+        let injected =
+            kind == "input_text" && ["<", "# AGENTS.md"].iter().any(|p| text.starts_with(p));
+        if !text.trim().is_empty() && !injected {
             messages.push(text);
         }
     }
