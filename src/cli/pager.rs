@@ -1,5 +1,5 @@
 //! Paging, as git pages: a command whose output a person reads page by page (`log`, `show`,
-//! `diff`, `recall`) streams it into a pager's stdin when stdout is a terminal.
+//! `diff`) streams it into a pager's stdin when stdout is a terminal.
 //!
 //! The pager is `$CTXFOLD_PAGER`, else `$PAGER`, else `less`, run by `sh -c` (so `less -S` works);
 //! set to `cat` or to nothing, or `--no-pager`, means none. `less` gets `LESS=FRX` (quit when the

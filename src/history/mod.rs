@@ -1,5 +1,5 @@
 //! Folded history read as a person reads it, over the ledger and the store: what a listing says of
-//! each session (`summary`, for `ls`, `log` and `recall`), a session rendered turn by turn
+//! each session (`summary`, for `log`), a session rendered turn by turn
 //! (`render`, for `show`), and how two sessions relate (`fork`, for `diff`). Everything streams:
 //! memory is bounded by a line (a turn, for a diff), whatever a session's size.
 //!

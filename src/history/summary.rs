@@ -1,4 +1,4 @@
-//! What a listing says of each session (`ls`, `log`, `recall`'s headers): its id, agent, last
+//! What a listing says of each session (`ctxfold log`): its id, agent, last
 //! activity, size, project folder and title, and where it is: folded and the same on disk, only in
 //! the store, grown or changed on disk since it was folded, or only on disk. The one place that
 //! gathers it, from a manifest and the store, from a session file found on disk, or both.
