@@ -146,9 +146,36 @@ fn log_marks_what_is_folded_grown_only_stored_or_only_on_disk() {
     for other in others {
         assert_eq!(state(&other.id), "folded", "{}", other.id);
     }
+    // A session folded by its path, outside the homes: on disk while its file is there.
+    let outside = env.path("outside.jsonl");
+    fs::copy(
+        common::own_fixture(common::own::PI_V1_MODEL_CHANGES),
+        &outside,
+    )
+    .unwrap();
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", "-q", outside.to_str().unwrap()],
+    )
+    .ok();
+    let outside_id = "0f1d0000-0000-4000-8000-000000000005";
+    let state_of = |env: &Env| {
+        let entries = log(env, &[]);
+        let entry = entries.iter().find(|e| e["id"] == outside_id).unwrap();
+        entry["state"].as_str().unwrap().to_string()
+    };
+    assert_eq!(state_of(&env), "folded");
+    let mut longer = fs::read(&outside).unwrap();
+    longer.extend_from_slice(b"{\"type\":\"custom\"}\n");
+    fs::write(&outside, &longer).unwrap();
+    assert_eq!(state_of(&env), "grown");
+    fs::remove_file(&outside).unwrap();
+    assert_eq!(state_of(&env), "stored");
+    env.run("ctxfold", ["rm", "--apply", "-q", outside_id]).ok();
+
     // Works from the store alone: no agent homes at all.
-    env.set("CODEX_HOME", env.path("nowhere"));
-    env.set("PI_CODING_AGENT_DIR", env.path("nowhere"));
+    fs::remove_dir_all(&homes.codex).unwrap();
+    fs::remove_dir_all(&homes.pi).unwrap();
     let alone = log(&env, &[]);
     assert_eq!(
         alone.len(),

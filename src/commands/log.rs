@@ -76,9 +76,10 @@ impl Command for LogArgs {
             None => None,
         };
         let store = open_if_any(&self.store)?;
-        let discovery = discover(&Homes::from_env()?, &[]);
+        let homes = Homes::from_env()?;
+        let discovery = discover(&homes, &[]);
         let mut status = report_discovery(io, &discovery);
-        let gathered = gather(store.as_ref(), &discovery)?;
+        let gathered = gather(store.as_ref(), &homes, &discovery)?;
         for problem in &gathered.problems {
             io.warn(problem);
             status = status.worst(problem.status());

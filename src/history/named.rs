@@ -70,15 +70,9 @@ impl Named {
         })
     }
 
-    /// A folded session, with its source when it is still on disk (Codex may have compressed an
-    /// archived one since: its `.jsonl.zst` is the same session).
+    /// A folded session, with its source when it is still on disk.
     fn folded(manifest: Manifest) -> Result<Self> {
-        let recorded = PathBuf::from(&manifest.session.rollout_path);
-        let mut compressed = recorded.clone().into_os_string();
-        compressed.push(".zst");
-        let file = [recorded, PathBuf::from(compressed)]
-            .into_iter()
-            .find(|p| p.is_file());
+        let file = file_of(&manifest);
         Ok(Self {
             id: Some(manifest.session.id.clone()),
             title: manifest.session.title.clone(),
@@ -157,6 +151,17 @@ impl Named {
     pub fn id_or_describe(&self) -> String {
         self.id.clone().unwrap_or_else(|| self.describe())
     }
+}
+
+/// A folded session's file, when it is on disk where it was folded from (Codex may have compressed
+/// an archived one since: its `.jsonl.zst` is the same session).
+pub fn file_of(manifest: &Manifest) -> Option<PathBuf> {
+    let recorded = PathBuf::from(&manifest.session.rollout_path);
+    let mut compressed = recorded.clone().into_os_string();
+    compressed.push(".zst");
+    [recorded, PathBuf::from(compressed)]
+        .into_iter()
+        .find(|p| p.is_file())
 }
 
 /// Where a session's bytes come from.

@@ -13,12 +13,14 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::ends;
+use super::named::file_of;
 use crate::agents::Agent;
+use crate::agents::Homes;
 use crate::error::{Error, Result};
 use crate::fold::compare::{State as Compared, compare};
 use crate::fold::stamp::Stamp;
 use crate::fold::stamps::Stamps;
-use crate::sources::{Discovery, Found};
+use crate::sources::{Discovery, Found, discover};
 use crate::store::Store;
 use crate::store::manifest::Manifest;
 use crate::time::Instant;
@@ -146,10 +148,11 @@ pub struct Gathered {
     pub problems: Vec<Error>,
 }
 
-/// The folded sessions of `store` (when there is one) and the sessions `discovery` found on disk,
+/// The folded sessions of `store` (when there is one) and the sessions `discovery` found on disk
+/// (under `homes`),
 /// each once, newest first: a folded session found on disk is compared with its source, through
 /// fold's stamp cache where it can (an unchanged file is not read again).
-pub fn gather(store: Option<&Store>, discovery: &Discovery) -> Result<Gathered> {
+pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Result<Gathered> {
     let on_disk: HashMap<&str, &Found> = discovery
         .sessions
         .iter()
@@ -166,9 +169,19 @@ pub fn gather(store: Option<&Store>, discovery: &Discovery) -> Result<Gathered> 
             .map(|id| {
                 let manifest = store.load_manifest(id)?;
                 let mut summary = Summary::of_manifest(store, &manifest);
+                // A session folded from outside the agents' homes (`fold PATH`) is on disk too
+                // while its file is where it was folded from.
+                let elsewhere = || {
+                    let path = file_of(&manifest)?;
+                    let found = discover(homes, &[path]).sessions.pop()?;
+                    (found.session.id == *id).then_some(found)
+                };
                 match on_disk.get(id.as_str()) {
                     Some(found) => summary.compare(found, &manifest, &stamps),
-                    None => summary.state = State::Stored,
+                    None => match elsewhere() {
+                        Some(found) => summary.compare(&found, &manifest, &stamps),
+                        None => summary.state = State::Stored,
+                    },
                 }
                 Ok(summary)
             })
