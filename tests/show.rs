@@ -170,6 +170,38 @@ fn json_blocks_are_the_ones_the_seed_index_names() {
 }
 
 #[test]
+fn json_marks_model_and_thinking_changes_and_compactions() {
+    let env = Env::new();
+    let fixture = own_fixture(own::PI_V1_COMPACTION);
+    let records = json_lines(show(&env, &["--json", fixture.to_str().unwrap()]).as_bytes());
+    let marks: Vec<String> = records
+        .iter()
+        .filter(|r| r["type"] != "block")
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            r#"{"line":1,"model":"anthropic/claude-sonnet-4-5","turn":0,"type":"model"}"#,
+            r#"{"level":"off","line":1,"turn":0,"type":"thinking_level"}"#,
+            r#"{"level":"high","line":9,"turn":1,"type":"thinking_level"}"#,
+            r#"{"line":12,"tokens_before":151208,"turn":1,"type":"compaction"}"#,
+        ]
+    );
+    let shown = show(&env, &[fixture.to_str().unwrap()]);
+    in_order(
+        &shown,
+        &[
+            "model: anthropic/claude-sonnet-4-5".into(),
+            "thinking level: high".into(),
+            "compaction (151208 tokens before)".into(),
+            "summary:".into(),
+        ],
+        "pi compaction",
+    );
+}
+
+#[test]
 fn a_session_whose_source_is_gone_shows_the_same_from_the_store() {
     homes::each_set(|env, homes| {
         env.run("ctxfold", ["fold", "--apply", "-q"]).ok();

@@ -29,8 +29,9 @@ use crate::store::Store;
 /// --raw writes the session's bytes exactly as they are (with --turn N, the lines of turn N).
 /// --json writes one JSON object per block, as the seed ledger sees it: `{"type":"block","line",
 /// "turn","blockId","kind","code","tool","call","exit","failed","sha256","text"}` (the blockId and
-/// code are those recall prints), and one per model change, thinking-level change or compaction
-/// (`{"type":"model"|"thinking_level"|"compaction",…}`).
+/// code are those recall prints), and one per line that names the model or thinking level (a
+/// Codex turn repeats the model in use) or compacts the context (`{"type":"model"|
+/// "thinking_level"|"compaction","line","turn",…}`).
 ///
 /// Output streams as the session is read, whatever its size; on a terminal it goes through a pager
 /// (see --no-pager) and is coloured (see --color).
