@@ -63,6 +63,15 @@ impl Agent {
         }
     }
 
+    /// Its name in listings, JSON and `--agent` (`codex`, `pi`, `claude`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Agent::Codex => "codex",
+            Agent::Pi => "pi",
+            Agent::Claude => "claude",
+        }
+    }
+
     /// The agent whose first line `first` is (with what it says), if any.
     pub fn of_first_line(first: &[u8]) -> Option<(Agent, Meta)> {
         Self::ALL
@@ -143,6 +152,23 @@ pub trait Format: Sync {
     fn companion(&self, _session_file: &Path) -> Option<PathBuf> {
         None
     }
+
+    /// What `line` says about the session besides its blocks, for a person reading it (`ctxfold
+    /// show`): the model it goes on with, a compaction. A format that says nothing has none.
+    fn marks(&self, _line: &[u8]) -> Vec<Mark> {
+        Vec::new()
+    }
+}
+
+/// What a line says about the session besides its blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mark {
+    /// The model the session goes on with (a line may repeat the one in use).
+    Model(String),
+    /// The reasoning effort or thinking level it goes on with.
+    Thinking(String),
+    /// The context was compacted here; the summary, when the line holds one, is its block.
+    Compaction { tokens_before: Option<u64> },
 }
 
 /// What discovery learns of a session file past its first line.

@@ -4,6 +4,8 @@
 pub mod complete;
 pub mod exec_path;
 pub mod human;
+pub mod pager;
+pub mod style;
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
@@ -65,6 +67,20 @@ impl<'a> Io<'a> {
     pub fn with_out_terminal(mut self, out_is_terminal: bool) -> Self {
         self.out_is_terminal = out_is_terminal;
         self
+    }
+
+    /// This `Io` with its data going to `out` instead (a pager's stdin), which a person reads if
+    /// `out_is_terminal`; talk still goes where it went.
+    pub fn redirect<'b>(&'b mut self, out: &'b mut dyn Write, out_is_terminal: bool) -> Io<'b> {
+        Io {
+            out,
+            stdin: &mut *self.stdin,
+            err: &mut *self.err,
+            program: self.program.clone(),
+            verbosity: self.verbosity,
+            err_is_terminal: self.err_is_terminal,
+            out_is_terminal,
+        }
     }
 
     pub fn verbosity(&self) -> Verbosity {

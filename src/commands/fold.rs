@@ -260,7 +260,8 @@ impl Command for FoldArgs {
             if totals.needs_overwrite > 0 {
                 io.note(format_args!(
                     "{} sessions changed other than by an append since they were folded: \
-                     --overwrite folds them, keeping each folded version as a generation (ID@1).",
+                     'ctxfold diff ID' shows how; --overwrite folds them, keeping each folded \
+                     version as a generation (ID@1).",
                     totals.needs_overwrite
                 ));
             }

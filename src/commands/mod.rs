@@ -5,6 +5,7 @@
 pub mod cat_manifest;
 pub mod cat_object;
 pub mod completions;
+pub mod diff;
 pub mod docs;
 pub mod extract_seeds;
 pub mod fold;
@@ -14,6 +15,7 @@ pub mod hash_object;
 pub mod help;
 pub mod install_docs;
 pub mod list_sessions;
+pub mod log;
 pub mod ls;
 pub mod mirror;
 pub mod read_seeds;
@@ -23,6 +25,7 @@ pub mod repack;
 pub mod restore;
 pub mod rm;
 pub mod seeds;
+pub mod show;
 pub mod split;
 pub mod stats;
 pub mod status;
@@ -59,6 +62,9 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<fold::FoldArgs>(Level::Porcelain),
         Spec::of::<restore::RestoreArgs>(Level::Porcelain),
         Spec::of::<ls::LsArgs>(Level::Porcelain),
+        Spec::of::<log::LogArgs>(Level::Porcelain),
+        Spec::of::<show::ShowArgs>(Level::Porcelain),
+        Spec::of::<diff::DiffArgs>(Level::Porcelain),
         Spec::of::<status::StatusArgs>(Level::Porcelain),
         Spec::of::<stats::StatsArgs>(Level::Porcelain),
         Spec::of::<fsck::FsckArgs>(Level::Porcelain),

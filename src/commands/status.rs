@@ -22,7 +22,8 @@ use crate::store::generations;
 /// and size), `grown` (the folded bytes are a prefix of the file: it was appended to since;
 /// `fold --apply` folds the rest, deduplicating what was folded before, and keeps the folded
 /// version as a generation), or `changed` (changed other than by an append: fold refuses it
-/// unless --overwrite, which keeps the folded version as a generation). A session with
+/// unless --overwrite, which keeps the folded version as a generation). `ctxfold diff ID` shows
+/// how a grown or changed session differs from its folded version. A session with
 /// generations kept says how many (`ctxfold ls --generations` lists them). Reads every source that
 /// has a manifest; never writes.
 #[derive(Debug, clap::Parser)]
@@ -60,6 +61,7 @@ impl Command for StatusArgs {
         let discovery = discover(&Homes::from_env()?, &self.paths, &self.agent.agents);
         let store = Store::at(self.store.path()?);
         let mut status = report_discovery(io, &discovery);
+        let mut changed = Vec::new();
         let results: Vec<_> = discovery
             .sessions
             .par_iter()
@@ -74,6 +76,9 @@ impl Command for StatusArgs {
                     continue;
                 }
             };
+            if state == State::Changed {
+                changed.push(found.session.id.clone());
+            }
             let line = Line {
                 id: &found.session.id,
                 state,
@@ -96,6 +101,13 @@ impl Command for StatusArgs {
                     format_args!("{state:<11} {}  {}{generations}", line.id, line.path),
                 )?;
             }
+        }
+        if let [first, ..] = changed.as_slice() {
+            io.note(format_args!(
+                "{} sessions changed other than by an append since they were folded: \
+                 'ctxfold diff ID' shows how (ctxfold diff {first})",
+                changed.len()
+            ));
         }
         Ok(status)
     }

@@ -21,6 +21,21 @@ pub enum BlockKind {
     Summary,
 }
 
+impl BlockKind {
+    /// Its name in JSON (`ctxfold show --json`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::User => "user",
+            BlockKind::Context => "context",
+            BlockKind::Thinking => "thinking",
+            BlockKind::Text => "text",
+            BlockKind::ToolCall => "tool_call",
+            BlockKind::ToolResult => "tool_result",
+            BlockKind::Summary => "summary",
+        }
+    }
+}
+
 /// A tool call's name and arguments, for the command and file lexicons.
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -39,6 +54,31 @@ pub struct Block {
     /// A result that holds an image gets no span.
     pub has_image: bool,
     pub call: Option<Call>,
+    /// How the tool call ended, on a result (or on a call that carries its own result), when the
+    /// ledger says. Not part of the block model: for people reading the session.
+    pub outcome: Option<Outcome>,
+    /// What a person reads of the block when it is not its text (a tool output the agent wrapped
+    /// in JSON). Not part of the block model either.
+    pub shown: Option<String>,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The command's exit code, when the ledger records one.
+    pub exit: Option<i64>,
+    /// Whether the call failed (a non-zero exit, a tool error, an abort).
+    pub failed: bool,
+}
+
+impl Outcome {
+    /// A command that exited with `code`.
+    pub fn exited(code: i64) -> Self {
+        Self {
+            exit: Some(code),
+            failed: code != 0,
+        }
+    }
 }
 
 impl Block {
@@ -51,7 +91,14 @@ impl Block {
             full_output_path: None,
             has_image: false,
             call: None,
+            outcome: None,
+            shown: None,
         }
+    }
+
+    /// What a person reads of the block.
+    pub fn shown_text(&self) -> &str {
+        self.shown.as_deref().unwrap_or(&self.text)
     }
 
     /// Whether a compact record gives this block a span (fold events narrow this further).

@@ -13,12 +13,14 @@
 pub mod block;
 mod entry;
 pub mod source;
+pub mod stream;
 
 use std::collections::{HashMap, HashSet};
 
-pub use block::{Block, BlockKind, Call};
+pub use block::{Block, BlockKind, Call, Outcome};
 pub use entry::{Entry, EntryKind};
 pub use source::{FileSource, FoldedFile, Source, StoreSource};
+pub use stream::Stream;
 
 use crate::agents::{Agent, json};
 use crate::error::{Error, Result};
@@ -240,7 +242,7 @@ impl Ledger<'_> {
 /// The agent of a ledger whose first JSON object is `line`: whichever agent opens its files so,
 /// else Codex (a rollout's unknown line types make no blocks). `None` when `line` is not a JSON
 /// object.
-fn detect(line: &[u8]) -> Option<Agent> {
+pub(crate) fn detect(line: &[u8]) -> Option<Agent> {
     match Agent::of_first_line(line) {
         Some((agent, _)) => Some(agent),
         None => json::parse::<serde::de::IgnoredAny>(line, &mut json::Scratch::default())

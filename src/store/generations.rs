@@ -26,6 +26,7 @@ use super::atomic::{sync_parent, write_file};
 use super::manifest::{Manifest, Source};
 use super::{Store, check_session_id, create_private_dir, entry_names, remove_if_present};
 use crate::error::{Error, IoContext, Result};
+use crate::time::civil_from_days;
 
 /// How many `grown` generations fold keeps per session.
 pub const KEEP_GROWN: usize = 3;
@@ -282,20 +283,6 @@ fn parse_name(name: &str) -> Option<(String, Reason)> {
     Some((shown, reason))
 }
 
-/// Year, month, day of a count of days since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,8 +298,6 @@ mod tests {
             Some(("2026-05-12 10:11:12Z".into(), Reason::Changed))
         );
         assert_eq!(timestamp(UNIX_EPOCH), "19700101T000000.000000000Z");
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         // The reference implementation's own names are listed, not parsed.
         assert_eq!(parse_name("00000000000000000002.json"), None);
         let later = timestamp(at + Duration::from_nanos(1));

@@ -23,12 +23,14 @@ pub mod commit;
 pub mod fsck;
 pub mod gc;
 pub mod generations;
+pub mod ids;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod private;
 pub mod reconstruct;
 pub mod restore_temp;
+pub mod skim;
 pub mod usage;
 pub mod writer;
 

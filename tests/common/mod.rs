@@ -245,6 +245,14 @@ impl Env {
         }
     }
 
+    /// `sh -c script` with its stdout on a terminal (script(1) gives it one; its output comes back
+    /// with `\r\n` line ends), `$BIN` naming the built binaries' folder; `None` without script(1).
+    pub fn on_terminal(&self, script: &str) -> Option<Run> {
+        which("script")?;
+        let quoted = format!("'{}'", script.replace('\'', "'\\''"));
+        Some(self.shell(&format!("script -qec {quoted} /dev/null")))
+    }
+
     /// A command for any program (`sh`, `man`) in the hermetic environment.
     pub fn command_for(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);

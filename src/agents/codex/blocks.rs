@@ -8,7 +8,7 @@ use super::lines::{Head, Line, Part, Payload};
 use crate::agents::Meta;
 use crate::agents::content::{Content, Part as _, text_of};
 use crate::agents::json::{self, Scratch};
-use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind};
+use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind, Outcome};
 
 pub(super) fn skeleton(line: &[u8], index: usize) -> Option<(Entry, Option<Meta>)> {
     let mut scratch = Scratch::default();
@@ -200,11 +200,43 @@ impl Blocks {
                         .unwrap_or_else(|| "tool".into()),
                 );
                 block.has_image = image;
+                (block.outcome, block.shown) = outcome_of(&block.text);
                 vec![block]
             }
             _ => Vec::new(),
         }
     }
+}
+
+/// How many lines of a tool output's head may say how the command ended.
+const HEADER_LINES: usize = 8;
+
+/// How a call ended, from its output as Codex writes it: a JSON string
+/// `{"output":…,"metadata":{"exit_code":N}}` (whose `output` is what a person reads), or a text
+/// whose head says `Process exited with code N` (unified exec) or `Exit code: N` (shell_command).
+fn outcome_of(text: &str) -> (Option<Outcome>, Option<String>) {
+    #[derive(serde::Deserialize)]
+    struct Wrapped {
+        output: Option<String>,
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        exit_code: Option<i64>,
+    }
+    if text.starts_with('{')
+        && let Ok(wrapped) = serde_json::from_str::<Wrapped>(text)
+    {
+        let exit = wrapped.metadata.and_then(|m| m.exit_code);
+        return (exit.map(Outcome::exited), wrapped.output);
+    }
+    let exit = text.lines().take(HEADER_LINES).find_map(|line| {
+        let code = line
+            .strip_prefix("Process exited with code ")
+            .or_else(|| line.strip_prefix("Exit code: "))?;
+        code.trim().parse().ok()
+    });
+    (exit.map(Outcome::exited), None)
 }
 
 /// `(j, type, text)` for each part of `first` then of `then`, `j` counting every part.
@@ -256,6 +288,27 @@ mod tests {
             ]
         );
         assert_eq!(blocks[4].tool.as_deref(), Some("exec_command"));
+        assert_eq!(blocks[4].outcome, None);
         assert_eq!(blocks[1].text, "plan");
+    }
+
+    #[test]
+    fn outcomes_come_from_each_shape_of_output() {
+        let (outcome, shown) =
+            outcome_of(r#"{"output":"a\nb","metadata":{"exit_code":101,"duration_seconds":0.1}}"#);
+        assert_eq!(outcome, Some(Outcome::exited(101)));
+        assert_eq!(shown.as_deref(), Some("a\nb"));
+        let unified =
+            "Chunk ID: x\nWall time: 1 seconds\nProcess exited with code 2\nOutput:\nboom";
+        assert_eq!(outcome_of(unified), (Some(Outcome::exited(2)), None));
+        assert_eq!(
+            outcome_of("Exit code: 0\nWall time: 0 seconds\nOutput:\nok").0,
+            Some(Outcome::exited(0))
+        );
+        assert_eq!(
+            outcome_of("Process running with session ID 4\nOutput:\n").0,
+            None
+        );
+        assert!(Outcome::exited(1).failed && !Outcome::exited(0).failed);
     }
 }

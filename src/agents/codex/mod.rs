@@ -8,6 +8,7 @@
 
 mod blocks;
 mod lines;
+mod marks;
 mod titles;
 
 use std::collections::HashMap;
@@ -17,7 +18,7 @@ use serde_json::value::RawValue;
 
 use super::json::{self, Scratch};
 use super::place::shaped;
-use super::{Describe, Format, Meta, Tree};
+use super::{Describe, Format, Mark, Meta, Tree};
 use crate::ledger::{Block, Entry};
 
 /// Codex CLI rollouts.
@@ -146,6 +147,10 @@ impl Format for Codex {
     fn edited(&self, _line: &[u8], _content: &RawValue, _edit_id: &str) -> Vec<Block> {
         // Rollouts have no edits: the skeleton never makes one.
         Vec::new()
+    }
+
+    fn marks(&self, line: &[u8]) -> Vec<Mark> {
+        marks::of(line)
     }
 }
 

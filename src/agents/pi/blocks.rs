@@ -10,7 +10,7 @@ use super::lines::{Head, Line, Message, Part};
 use crate::agents::Meta;
 use crate::agents::content::{Content, text_of};
 use crate::agents::json::{self, Scratch};
-use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind};
+use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind, Outcome};
 
 pub(super) fn skeleton(
     line: &[u8],
@@ -214,6 +214,7 @@ fn message_blocks<'a>(
                     .to_string(),
             );
             block.has_image = image;
+            block.outcome = result_outcome(message.is_error, &block.text);
             block.full_output_path = message
                 .details
                 .as_ref()
@@ -232,6 +233,14 @@ fn message_blocks<'a>(
                 name: "bash".into(),
                 args: serde_json::json!({ "command": command }),
             });
+            block.outcome = match (message.exit_code, message.cancelled) {
+                (_, Some(true)) => Some(Outcome {
+                    exit: None,
+                    failed: true,
+                }),
+                (Some(code), _) => Some(Outcome::exited(code as i64)),
+                _ => None,
+            };
             vec![block]
         }
         _ => match (message.summary.as_deref(), ts) {
@@ -245,6 +254,17 @@ fn message_blocks<'a>(
             _ => Vec::new(),
         },
     }
+}
+
+/// How a tool result ended: `isError`, with the exit code Pi's bash tool appends to a failed
+/// command's output (`Command exited with code N`).
+fn result_outcome(is_error: Option<bool>, text: &str) -> Option<Outcome> {
+    let failed = is_error?;
+    let last = text.trim_end().rsplit('\n').next().unwrap_or_default();
+    let exit = last
+        .strip_prefix("Command exited with code ")
+        .and_then(|code| code.trim().parse().ok());
+    Some(Outcome { exit, failed })
 }
 
 #[cfg(test)]
@@ -277,6 +297,21 @@ mod tests {
             ("r:call_x|fc_y", "a\nb", true)
         );
         assert!(!block.spannable());
+        assert_eq!(block.outcome, None);
+        assert_eq!(
+            result_outcome(Some(true), "boom\n\n\nCommand exited with code 2"),
+            Some(Outcome {
+                exit: Some(2),
+                failed: true
+            })
+        );
+        assert_eq!(
+            result_outcome(Some(false), "fine"),
+            Some(Outcome {
+                exit: None,
+                failed: false
+            })
+        );
         assert_eq!(block.full_output_path.as_deref(), Some("/tmp/o.txt"));
     }
 

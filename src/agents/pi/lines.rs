@@ -113,6 +113,14 @@ pub struct Message<'a> {
     /// A `compactionSummary`'s or `branchSummary`'s text.
     #[serde(borrow, deserialize_with = "lenient")]
     pub summary: Option<Cow<'a, str>>,
+    /// Whether a `toolResult` is an error.
+    #[serde(deserialize_with = "lenient")]
+    pub is_error: Option<bool>,
+    /// A `bashExecution`'s exit code, and whether it was cancelled.
+    #[serde(deserialize_with = "lenient")]
+    pub exit_code: Option<u64>,
+    #[serde(deserialize_with = "lenient")]
+    pub cancelled: Option<bool>,
 }
 
 impl<'de> Object<'de> for Message<'de> {}

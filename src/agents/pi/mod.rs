@@ -12,6 +12,7 @@
 
 mod blocks;
 mod lines;
+mod marks;
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -23,7 +24,7 @@ use serde_json::value::RawValue;
 use super::json::{self, Scratch};
 use super::lines::{MAX_META_LINE, for_each_line, title_line};
 use super::place::shaped;
-use super::{Describe, Described, Format, Meta, Tree};
+use super::{Describe, Described, Format, Mark, Meta, Tree};
 use crate::ledger::{Block, Entry};
 
 /// Pi coding agent sessions.
@@ -109,6 +110,10 @@ impl Format for Pi {
 
     fn edited(&self, line: &[u8], content: &RawValue, edit_id: &str) -> Vec<Block> {
         blocks::edited(line, content, edit_id)
+    }
+
+    fn marks(&self, line: &[u8]) -> Vec<Mark> {
+        marks::of(line)
     }
 }
 

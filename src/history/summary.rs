@@ -1,0 +1,245 @@
+//! What a listing says of each session (`ctxfold log`): its id, agent, last
+//! activity, size, project folder and title, and where it is: folded and the same on disk, only in
+//! the store, grown or changed on disk since it was folded, or only on disk. The one place that
+//! gathers it, from a manifest and the store, from a session file found on disk, or both.
+//!
+//! The last activity is the timestamp of the session's last line that has one (`ends`): it is in
+//! every copy of the session, so a session reads the same from the store after its source is gone,
+//! and no manifest field beyond the contract's is needed.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::ends;
+use super::named::file_of;
+use crate::agents::Agent;
+use crate::agents::Homes;
+use crate::error::{Error, Result};
+use crate::fold::compare::{State as Compared, compare};
+use crate::fold::stamp::Stamp;
+use crate::fold::stamps::Stamps;
+use crate::sources::{Discovery, Found, discover};
+use crate::store::Store;
+use crate::store::manifest::Manifest;
+use crate::time::Instant;
+
+/// Where a session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// In the store, and (when its source was looked at) the same on disk.
+    Folded,
+    /// Only in the store: its source is gone.
+    Stored,
+    /// In the store, and appended to on disk since.
+    Grown,
+    /// In the store, and changed on disk since other than by an append.
+    Changed,
+    /// Only on disk: not folded.
+    New,
+}
+
+impl State {
+    pub fn word(self) -> &'static str {
+        match self {
+            State::Folded => "folded",
+            State::Stored => "stored",
+            State::Grown => "grown",
+            State::Changed => "changed",
+            State::New => "new",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub id: String,
+    /// `null` for a file of no agent's.
+    pub agent: Option<Agent>,
+    /// The last activity.
+    pub date: Option<Instant>,
+    /// The session's size: folded, or on disk now when it differs.
+    pub bytes: u64,
+    pub cwd: Option<String>,
+    pub title: Option<String>,
+    pub archived: bool,
+    pub rollout_path: String,
+    pub state: State,
+    /// What could not be read of it (its ends), said once by the listing.
+    #[serde(skip)]
+    pub problem: Option<String>,
+}
+
+impl Summary {
+    /// A folded session as the store alone tells it (state `folded`, its source not looked at).
+    pub fn of_manifest(store: &Store, manifest: &Manifest) -> Self {
+        let session = &manifest.session;
+        let mut summary = Summary {
+            id: session.id.clone(),
+            agent: None,
+            date: None,
+            bytes: manifest.source.bytes,
+            cwd: session.cwd.clone(),
+            title: session.title.clone(),
+            archived: session.archived,
+            rollout_path: session.rollout_path.clone(),
+            state: State::Folded,
+            problem: None,
+        };
+        let read = || -> Result<_> {
+            let opening = ends::opening(store, manifest)?;
+            let agent = opening.as_ref().map(|(agent, _)| *agent);
+            let date = ends::folded_activity(store, manifest, agent)?;
+            Ok((opening, date))
+        };
+        match read() {
+            Ok((opening, date)) => {
+                if let Some((agent, meta)) = opening {
+                    summary.agent = Some(agent);
+                    summary.cwd = summary.cwd.or(meta.cwd);
+                }
+                summary.date = date;
+            }
+            Err(e) => summary.problem = Some(format!("session {}: {e}", session.id)),
+        }
+        summary
+    }
+
+    /// A session file found on disk and not folded.
+    pub fn of_found(found: &Found) -> Self {
+        let mut summary = Summary {
+            id: found.session.id.clone(),
+            agent: found.agent,
+            date: None,
+            bytes: 0,
+            cwd: found.session.cwd.clone(),
+            title: found.session.title.clone(),
+            archived: found.session.archived,
+            rollout_path: found.session.rollout_path.clone(),
+            state: State::New,
+            problem: None,
+        };
+        summary.look_at(found);
+        summary
+    }
+
+    /// Its size and last activity from the file on disk.
+    fn look_at(&mut self, found: &Found) {
+        let read = || -> Result<_> {
+            let size = Stamp::of(&found.path)?.size;
+            Ok((size, ends::file_activity(&found.path, found.agent)?))
+        };
+        match read() {
+            Ok((size, date)) => {
+                self.bytes = size;
+                self.date = date;
+            }
+            Err(e) => self.problem = Some(format!("{}: {e}", found.path.display())),
+        }
+    }
+}
+
+/// Every session of the store and of the disk, each once.
+pub struct Gathered {
+    pub summaries: Vec<Summary>,
+    /// Manifests that could not be read, one line each.
+    pub problems: Vec<Error>,
+}
+
+/// The folded sessions of `store` (when there is one) and the sessions `discovery` found on disk
+/// (under `homes`),
+/// each once, newest first: a folded session found on disk is compared with its source, through
+/// fold's stamp cache where it can (an unchanged file is not read again).
+pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Result<Gathered> {
+    let on_disk: HashMap<&str, &Found> = discovery
+        .sessions
+        .iter()
+        .map(|found| (found.session.id.as_str(), found))
+        .collect();
+    let mut summaries = Vec::new();
+    let mut problems = Vec::new();
+    let mut folded = std::collections::HashSet::new();
+    if let Some(store) = store {
+        let stamps = Stamps::load(store);
+        let ids = store.session_ids()?;
+        let read: Vec<Result<Summary>> = ids
+            .par_iter()
+            .map(|id| {
+                let manifest = store.load_manifest(id)?;
+                let mut summary = Summary::of_manifest(store, &manifest);
+                // A session folded from outside the agents' homes (`fold PATH`) is on disk too
+                // while its file is where it was folded from.
+                let elsewhere = || {
+                    let path = file_of(&manifest)?;
+                    let found = discover(homes, &[path], &[]).sessions.pop()?;
+                    (found.session.id == *id).then_some(found)
+                };
+                match on_disk.get(id.as_str()) {
+                    Some(found) => summary.compare(found, &manifest, &stamps),
+                    None => match elsewhere() {
+                        Some(found) => summary.compare(&found, &manifest, &stamps),
+                        None => summary.state = State::Stored,
+                    },
+                }
+                Ok(summary)
+            })
+            .collect();
+        for (id, result) in ids.into_iter().zip(read) {
+            match result {
+                Ok(summary) => summaries.push(summary),
+                Err(e) => problems.push(e),
+            }
+            folded.insert(id);
+        }
+    }
+    let new: Vec<Summary> = discovery
+        .sessions
+        .par_iter()
+        .filter(|found| !folded.contains(&found.session.id))
+        .map(Summary::of_found)
+        .collect();
+    summaries.extend(new);
+    sort_newest_first(&mut summaries);
+    Ok(Gathered {
+        summaries,
+        problems,
+    })
+}
+
+impl Summary {
+    /// Compare a folded session with its file on disk; where they differ, the file speaks.
+    fn compare(&mut self, found: &Found, manifest: &Manifest, stamps: &Stamps) {
+        let path = &found.path;
+        let state = Stamp::of(path).and_then(|stamp| {
+            if stamps.knows(path, &stamp, &manifest.source) {
+                return Ok(Compared::UpToDate);
+            }
+            compare(path, &stamp, &manifest.source)
+        });
+        self.state = match state {
+            Ok(Compared::UpToDate) => return,
+            Ok(Compared::Grown) => State::Grown,
+            Ok(_) => State::Changed,
+            Err(e) => {
+                self.problem = Some(format!("{}: {e}", path.display()));
+                return;
+            }
+        };
+        self.rollout_path = found.session.rollout_path.clone();
+        self.title = found.session.title.clone().or(self.title.take());
+        self.look_at(found);
+    }
+}
+
+/// Newest first; sessions without a date last; then by id.
+pub fn sort_newest_first(summaries: &mut [Summary]) {
+    summaries.sort_by(|a, b| {
+        b.date
+            .is_some()
+            .cmp(&a.date.is_some())
+            .then(b.date.cmp(&a.date))
+            .then(a.id.cmp(&b.id))
+    });
+}
