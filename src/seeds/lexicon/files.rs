@@ -52,16 +52,38 @@ pub fn call_paths(args: &Value, mut found: impl FnMut(&str)) {
 
 /// Each path-shaped token of `text`: `/a/b`, `./a`, `../a`, `~/a`, `a/b/c`, `a/b.ext`, `name.ext`.
 pub fn paths_in<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    for raw in text.split(|c: char| !(c.is_ascii_alphanumeric() || "_./~@+-".contains(c))) {
-        let token = raw.trim_end_matches(['.', '-']).trim_start_matches('-');
+    // Runs of path bytes: every byte of a non-ASCII character separates, as the character does.
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !path_byte(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && path_byte(bytes[i]) {
+            i += 1;
+        }
+        let token = text[start..i]
+            .trim_end_matches(['.', '-'])
+            .trim_start_matches('-');
         if (3..=256).contains(&token.len()) && is_path(token) {
             found(token);
         }
     }
 }
 
+fn path_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"_./~@+-".contains(&b)
+}
+
 fn is_path(t: &str) -> bool {
-    if !t.bytes().any(|b| b.is_ascii_alphabetic()) || t.contains("//") {
+    // Neither a `/` nor an extension's `.`: a plain word (most tokens), never a path.
+    let b = t.as_bytes();
+    if !b.iter().any(|&c| c == b'/' || c == b'.')
+        || !b.iter().any(u8::is_ascii_alphabetic)
+        || t.contains("//")
+    {
         return false;
     }
     let last = t.rsplit('/').next().unwrap_or_default();
