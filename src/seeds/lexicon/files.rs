@@ -3,6 +3,11 @@
 
 use serde_json::Value;
 
+use super::{ByteSet, runs};
+
+/// The bytes of a path-shaped token.
+static PATH: ByteSet = ByteSet::alphanumeric_and(b"_./~@+-");
+
 /// Extensions that make a bare name (`main.rs`) a file name.
 const EXTENSIONS: &[&str] = &[
     "rs", "ts", "tsx", "js", "jsx", "mjs", "cjs", "py", "go", "java", "kt", "c", "h", "cc", "cpp",
@@ -52,29 +57,12 @@ pub fn call_paths(args: &Value, mut found: impl FnMut(&str)) {
 
 /// Each path-shaped token of `text`: `/a/b`, `./a`, `../a`, `~/a`, `a/b/c`, `a/b.ext`, `name.ext`.
 pub fn paths_in<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    // Runs of path bytes: every byte of a non-ASCII character separates, as the character does.
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !path_byte(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && path_byte(bytes[i]) {
-            i += 1;
-        }
-        let token = text[start..i]
-            .trim_end_matches(['.', '-'])
-            .trim_start_matches('-');
+    runs(text, &PATH, |run| {
+        let token = run.trim_end_matches(['.', '-']).trim_start_matches('-');
         if (3..=256).contains(&token.len()) && is_path(token) {
             found(token);
         }
-    }
-}
-
-fn path_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"_./~@+-".contains(&b)
+    });
 }
 
 fn is_path(t: &str) -> bool {

@@ -2,6 +2,8 @@
 //! (8+ digits, or `0x` + 4+), dotted versions, symbols of 4+ characters with a capital, `_`, `$` or
 //! digit after the first, and numbers of 4+ digits. Every token is a substring of the text.
 
+use super::{ByteSet, runs};
+
 /// Longer runs are blobs (base64, minified code), not identifiers.
 const MAX_LEN: usize = 128;
 
@@ -16,28 +18,17 @@ const KEYWORDS: &[&str] = &[
     "README",
 ];
 
+/// The bytes of a candidate token.
+static TOKEN: ByteSet = ByteSet::alphanumeric_and(b"_$.-");
+
 /// Call `found` with each identifier in `text`, in order.
 pub fn identifiers<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !token_byte(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && token_byte(bytes[i]) {
-            i += 1;
-        }
-        let token = text[start..i].trim_matches(['.', '-']);
+    runs(text, &TOKEN, |run| {
+        let token = run.trim_matches(['.', '-']);
         if token.len() >= 4 && token.len() <= MAX_LEN {
             classify(token, &mut found);
         }
-    }
-}
-
-fn token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-')
+    });
 }
 
 fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
