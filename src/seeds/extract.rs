@@ -231,15 +231,16 @@ impl<'b> Facts<'b> {
             identifiers: Vec::new(),
             paths: Vec::new(),
         };
-        for line in text.lines() {
-            let line = line.trim();
-            if let Some(marker) = errors::marker(line) {
-                facts
-                    .errors
-                    .push((errors::clip(line, MAX_ERROR_CHARS), marker));
-            }
-            if let Some(command) = commands::prompt_command(line).filter(|_| result) {
-                facts.commands.push(command);
+        errors::error_lines(text, |line, marker| {
+            facts
+                .errors
+                .push((errors::clip(line, MAX_ERROR_CHARS), marker))
+        });
+        if result {
+            for line in text.lines() {
+                if let Some(command) = commands::prompt_command(line.trim()) {
+                    facts.commands.push(command);
+                }
             }
         }
         identifiers::identifiers(text, |token| facts.identifiers.push(token));
