@@ -104,11 +104,14 @@ impl Source for StoreSource<'_> {
     }
 }
 
-/// The ledger's lines one at a time into a reused buffer: memory is the largest line.
+/// The ledger's lines one at a time: borrowed from the reader's buffer when a line lies whole in
+/// it, else gathered into a reused buffer. Memory is the largest line.
 pub struct Lines<'a> {
     reader: Box<dyn BufRead + 'a>,
     what: String,
     buf: Vec<u8>,
+    /// The bytes of the line last handed out that are still in the reader's buffer.
+    pending: usize,
 }
 
 impl<'a> Lines<'a> {
@@ -117,21 +120,51 @@ impl<'a> Lines<'a> {
             reader: source.open()?,
             what: source.describe(),
             buf: Vec::new(),
+            pending: 0,
         })
     }
 
     /// The next line without its `\n` (and `\r`), or `None` at the end.
     pub fn next_line(&mut self) -> Result<Option<&[u8]>> {
+        self.reader.consume(std::mem::take(&mut self.pending));
         self.buf.clear();
         let what = &self.what;
-        let n = self
-            .reader
-            .read_until(b'\n', &mut self.buf)
-            .context(|| format!("read {what}"))?;
-        if n == 0 {
-            return Ok(None);
+        let mut whole = None;
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context(|| format!("read {what}")),
+            };
+            if available.is_empty() {
+                break;
+            }
+            match memchr::memchr(b'\n', available) {
+                Some(at) if self.buf.is_empty() => {
+                    whole = Some(at + 1);
+                    break;
+                }
+                Some(at) => {
+                    self.buf.extend_from_slice(&available[..=at]);
+                    self.reader.consume(at + 1);
+                    break;
+                }
+                None => {
+                    let n = available.len();
+                    self.buf.extend_from_slice(available);
+                    self.reader.consume(n);
+                }
+            }
         }
-        let mut line = &self.buf[..];
+        let mut line = match whole {
+            Some(n) => {
+                self.pending = n;
+                let available = self.reader.fill_buf().context(|| format!("read {what}"))?;
+                &available[..n]
+            }
+            None if self.buf.is_empty() => return Ok(None),
+            None => &self.buf[..],
+        };
         if let Some(rest) = line.strip_suffix(b"\n") {
             line = rest;
         }
