@@ -32,6 +32,11 @@ pub fn identifiers<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
 }
 
 fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
+    // Without a capital, digit, `_` or `$`, only a uuid of hex letters could be one: most words.
+    let marked = |b: &u8| b.is_ascii_uppercase() || b.is_ascii_digit() || matches!(b, b'_' | b'$');
+    if token.len() != 36 && !token.as_bytes().iter().any(marked) {
+        return;
+    }
     if is_uuid(token) || is_version(token) {
         return found(token);
     }
