@@ -174,3 +174,50 @@ impl<'a> Lines<'a> {
         Ok(Some(line))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes read through a tiny buffer, so that lines span refills.
+    struct Bytes(&'static [u8], usize);
+
+    impl Source for Bytes {
+        fn open(&self) -> Result<Box<dyn BufRead + '_>> {
+            Ok(Box::new(BufReader::with_capacity(self.1, self.0)))
+        }
+        fn describe(&self) -> String {
+            "bytes".into()
+        }
+    }
+
+    fn lines(source: &Bytes) -> Vec<String> {
+        let mut lines = Lines::new(source).unwrap();
+        let mut out = Vec::new();
+        while let Some(line) = lines.next_line().unwrap() {
+            out.push(String::from_utf8(line.to_vec()).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn lines_are_the_same_whether_whole_in_the_buffer_or_spanning_refills() {
+        let text = b"{\"a\":1}\r\n\nsecond line, longer than the buffer\nx\r\nlast without newline";
+        let expected = [
+            "{\"a\":1}",
+            "",
+            "second line, longer than the buffer",
+            "x",
+            "last without newline",
+        ];
+        for capacity in [1, 2, 3, 7, 64, 1 << 20] {
+            assert_eq!(
+                lines(&Bytes(text, capacity)),
+                expected,
+                "capacity {capacity}"
+            );
+        }
+        assert!(lines(&Bytes(b"", 4)).is_empty());
+        assert_eq!(lines(&Bytes(b"\n", 4)), [""]);
+    }
+}
