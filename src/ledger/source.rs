@@ -104,11 +104,14 @@ impl Source for StoreSource<'_> {
     }
 }
 
-/// The ledger's lines one at a time into a reused buffer: memory is the largest line.
+/// The ledger's lines one at a time: borrowed from the reader's buffer when a line lies whole in
+/// it, else gathered into a reused buffer. Memory is the largest line.
 pub struct Lines<'a> {
     reader: Box<dyn BufRead + 'a>,
     what: String,
     buf: Vec<u8>,
+    /// The bytes of the line last handed out that are still in the reader's buffer.
+    pending: usize,
 }
 
 impl<'a> Lines<'a> {
@@ -117,21 +120,51 @@ impl<'a> Lines<'a> {
             reader: source.open()?,
             what: source.describe(),
             buf: Vec::new(),
+            pending: 0,
         })
     }
 
     /// The next line without its `\n` (and `\r`), or `None` at the end.
     pub fn next_line(&mut self) -> Result<Option<&[u8]>> {
+        self.reader.consume(std::mem::take(&mut self.pending));
         self.buf.clear();
         let what = &self.what;
-        let n = self
-            .reader
-            .read_until(b'\n', &mut self.buf)
-            .context(|| format!("read {what}"))?;
-        if n == 0 {
-            return Ok(None);
+        let mut whole = None;
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context(|| format!("read {what}")),
+            };
+            if available.is_empty() {
+                break;
+            }
+            match memchr::memchr(b'\n', available) {
+                Some(at) if self.buf.is_empty() => {
+                    whole = Some(at + 1);
+                    break;
+                }
+                Some(at) => {
+                    self.buf.extend_from_slice(&available[..=at]);
+                    self.reader.consume(at + 1);
+                    break;
+                }
+                None => {
+                    let n = available.len();
+                    self.buf.extend_from_slice(available);
+                    self.reader.consume(n);
+                }
+            }
         }
-        let mut line = &self.buf[..];
+        let mut line = match whole {
+            Some(n) => {
+                self.pending = n;
+                let available = self.reader.fill_buf().context(|| format!("read {what}"))?;
+                &available[..n]
+            }
+            None if self.buf.is_empty() => return Ok(None),
+            None => &self.buf[..],
+        };
         if let Some(rest) = line.strip_suffix(b"\n") {
             line = rest;
         }
@@ -139,5 +172,52 @@ impl<'a> Lines<'a> {
             line = rest;
         }
         Ok(Some(line))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes read through a tiny buffer, so that lines span refills.
+    struct Bytes(&'static [u8], usize);
+
+    impl Source for Bytes {
+        fn open(&self) -> Result<Box<dyn BufRead + '_>> {
+            Ok(Box::new(BufReader::with_capacity(self.1, self.0)))
+        }
+        fn describe(&self) -> String {
+            "bytes".into()
+        }
+    }
+
+    fn lines(source: &Bytes) -> Vec<String> {
+        let mut lines = Lines::new(source).unwrap();
+        let mut out = Vec::new();
+        while let Some(line) = lines.next_line().unwrap() {
+            out.push(String::from_utf8(line.to_vec()).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn lines_are_the_same_whether_whole_in_the_buffer_or_spanning_refills() {
+        let text = b"{\"a\":1}\r\n\nsecond line, longer than the buffer\nx\r\nlast without newline";
+        let expected = [
+            "{\"a\":1}",
+            "",
+            "second line, longer than the buffer",
+            "x",
+            "last without newline",
+        ];
+        for capacity in [1, 2, 3, 7, 64, 1 << 20] {
+            assert_eq!(
+                lines(&Bytes(text, capacity)),
+                expected,
+                "capacity {capacity}"
+            );
+        }
+        assert!(lines(&Bytes(b"", 4)).is_empty());
+        assert_eq!(lines(&Bytes(b"\n", 4)), [""]);
     }
 }

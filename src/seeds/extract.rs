@@ -117,8 +117,8 @@ impl Builder {
         }
         let facts = facts.get_or_insert_with(|| Facts::of(block));
         self.span(block, &facts.sha256);
-        for &(line, marker) in &facts.errors {
-            self.errors.offer(line, marker, self.order);
+        for (line, marker, shape) in &facts.errors {
+            self.errors.offer(line, marker, shape, self.order);
         }
         for command in &facts.commands {
             self.command(command.to_string());
@@ -212,8 +212,8 @@ struct Facts<'b> {
     sha256: String,
     /// From a large tool output: its identifiers rank first.
     large: bool,
-    /// (the clipped line, its marker)
-    errors: Vec<(&'b str, &'b str)>,
+    /// (the clipped line, its marker, its shape)
+    errors: Vec<(&'b str, &'b str, String)>,
     commands: Vec<&'b str>,
     identifiers: Vec<&'b str>,
     paths: Vec<&'b str>,
@@ -231,15 +231,15 @@ impl<'b> Facts<'b> {
             identifiers: Vec::new(),
             paths: Vec::new(),
         };
-        for line in text.lines() {
-            let line = line.trim();
-            if let Some(marker) = errors::marker(line) {
-                facts
-                    .errors
-                    .push((errors::clip(line, MAX_ERROR_CHARS), marker));
-            }
-            if let Some(command) = commands::prompt_command(line).filter(|_| result) {
-                facts.commands.push(command);
+        errors::error_lines(text, |line, marker| {
+            let line = errors::clip(line, MAX_ERROR_CHARS);
+            facts.errors.push((line, marker, errors::shape(line)))
+        });
+        if result {
+            for line in text.lines() {
+                if let Some(command) = commands::prompt_command(line.trim()) {
+                    facts.commands.push(command);
+                }
             }
         }
         identifiers::identifiers(text, |token| facts.identifiers.push(token));
@@ -262,15 +262,14 @@ struct ErrorCandidate {
 }
 
 impl ErrorPicker {
-    fn offer(&mut self, line: &str, marker: &str, order: u64) {
-        let shape = errors::shape(line);
+    fn offer(&mut self, line: &str, marker: &str, shape: &str, order: u64) {
         if let Some(seen) = self.candidates.iter_mut().find(|c| c.shape == shape) {
             seen.last = order;
             return;
         }
         self.candidates.push(ErrorCandidate {
             line: line.into(),
-            shape,
+            shape: shape.into(),
             marker: marker.into(),
             last: order,
         });

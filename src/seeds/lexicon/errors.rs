@@ -134,6 +134,28 @@ static PHRASE_FINDER: LazyLock<AhoCorasick> =
     LazyLock::new(|| AhoCorasick::new(PHRASES).expect("fixed patterns"));
 static HINT_FINDER: LazyLock<AhoCorasick> =
     LazyLock::new(|| AhoCorasick::new(WORD_HINTS).expect("fixed patterns"));
+/// Phrases and hints together: a line with none of them is no error line.
+static ANY_FINDER: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(PHRASES.iter().chain(WORD_HINTS)).expect("fixed patterns"));
+
+/// Each error line of `text` (trimmed), with its marker, in order.
+///
+/// One search over the whole text finds the few lines that may be error lines; only those are
+/// looked at word by word. No pattern holds a `\n` or starts or ends with white space, so a line
+/// holds a pattern exactly when its trimmed text does.
+pub fn error_lines<'t>(text: &'t str, mut found: impl FnMut(&'t str, &'t str)) {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(hit) = ANY_FINDER.find(aho_corasick::Input::new(text).span(at..text.len())) {
+        let start = memchr::memrchr(b'\n', &bytes[..hit.start()]).map_or(0, |p| p + 1);
+        let end = memchr::memchr(b'\n', &bytes[hit.end()..]).map_or(text.len(), |p| hit.end() + p);
+        let line = text[start..end].trim();
+        if let Some(marker) = marker(line) {
+            found(line, marker);
+        }
+        at = end;
+    }
+}
 
 /// The marker of an error line (what made it one), or `None`.
 pub fn marker(line: &str) -> Option<&str> {

@@ -3,6 +3,11 @@
 
 use serde_json::Value;
 
+use super::{ByteSet, runs};
+
+/// The bytes of a path-shaped token.
+static PATH: ByteSet = ByteSet::alphanumeric_and(b"_./~@+-");
+
 /// Extensions that make a bare name (`main.rs`) a file name.
 const EXTENSIONS: &[&str] = &[
     "rs", "ts", "tsx", "js", "jsx", "mjs", "cjs", "py", "go", "java", "kt", "c", "h", "cc", "cpp",
@@ -52,16 +57,21 @@ pub fn call_paths(args: &Value, mut found: impl FnMut(&str)) {
 
 /// Each path-shaped token of `text`: `/a/b`, `./a`, `../a`, `~/a`, `a/b/c`, `a/b.ext`, `name.ext`.
 pub fn paths_in<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    for raw in text.split(|c: char| !(c.is_ascii_alphanumeric() || "_./~@+-".contains(c))) {
-        let token = raw.trim_end_matches(['.', '-']).trim_start_matches('-');
+    runs(text, &PATH, |run| {
+        let token = run.trim_end_matches(['.', '-']).trim_start_matches('-');
         if (3..=256).contains(&token.len()) && is_path(token) {
             found(token);
         }
-    }
+    });
 }
 
 fn is_path(t: &str) -> bool {
-    if !t.bytes().any(|b| b.is_ascii_alphabetic()) || t.contains("//") {
+    // Neither a `/` nor an extension's `.`: a plain word (most tokens), never a path.
+    let b = t.as_bytes();
+    if !b.iter().any(|&c| c == b'/' || c == b'.')
+        || !b.iter().any(u8::is_ascii_alphabetic)
+        || t.contains("//")
+    {
         return false;
     }
     let last = t.rsplit('/').next().unwrap_or_default();

@@ -2,6 +2,8 @@
 //! (8+ digits, or `0x` + 4+), dotted versions, symbols of 4+ characters with a capital, `_`, `$` or
 //! digit after the first, and numbers of 4+ digits. Every token is a substring of the text.
 
+use super::{ByteSet, runs};
+
 /// Longer runs are blobs (base64, minified code), not identifiers.
 const MAX_LEN: usize = 128;
 
@@ -16,31 +18,25 @@ const KEYWORDS: &[&str] = &[
     "README",
 ];
 
+/// The bytes of a candidate token.
+static TOKEN: ByteSet = ByteSet::alphanumeric_and(b"_$.-");
+
 /// Call `found` with each identifier in `text`, in order.
 pub fn identifiers<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !token_byte(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && token_byte(bytes[i]) {
-            i += 1;
-        }
-        let token = text[start..i].trim_matches(['.', '-']);
+    runs(text, &TOKEN, |run| {
+        let token = run.trim_matches(['.', '-']);
         if token.len() >= 4 && token.len() <= MAX_LEN {
             classify(token, &mut found);
         }
-    }
-}
-
-fn token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-')
+    });
 }
 
 fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
+    // Without a capital, digit, `_` or `$`, only a uuid of hex letters could be one: most words.
+    let marked = |b: &u8| b.is_ascii_uppercase() || b.is_ascii_digit() || matches!(b, b'_' | b'$');
+    if token.len() != 36 && !token.as_bytes().iter().any(marked) {
+        return;
+    }
     if is_uuid(token) || is_version(token) {
         return found(token);
     }
@@ -52,24 +48,32 @@ fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
 }
 
 fn is_uuid(t: &str) -> bool {
-    let groups: Vec<_> = t.split('-').collect();
-    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
-        && groups
-            .iter()
-            .all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
+    // 8-4-4-4-12 hex digits; checked in place, as this runs on every token.
+    let b = t.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
 }
 
 /// `1.2.3`, `v0.104.0-alpha.1`: three or four dotted numbers, optionally a `v` and a suffix that
 /// starts with a letter (so SVG path data and IP-like runs are not versions).
 fn is_version(t: &str) -> bool {
     let core = t.strip_prefix('v').unwrap_or(t);
+    if !core.starts_with(|c: char| c.is_ascii_digit()) {
+        return false;
+    }
     let (core, suffix) = core.split_once(['-', '+']).unwrap_or((core, "a"));
-    let parts: Vec<_> = core.split('.').collect();
-    (3..=4).contains(&parts.len())
-        && parts
-            .iter()
-            .all(|p| (1..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
-        && suffix.starts_with(|c: char| c.is_ascii_alphabetic())
+    let mut parts = 0;
+    for part in core.split('.') {
+        parts += 1;
+        if parts > 4 || !(1..=6).contains(&part.len()) || !part.bytes().all(|b| b.is_ascii_digit())
+        {
+            return false;
+        }
+    }
+    parts >= 3 && suffix.starts_with(|c: char| c.is_ascii_alphabetic())
 }
 
 fn is_hex_id(t: &str) -> bool {
@@ -88,23 +92,29 @@ fn is_number(t: &str) -> bool {
 }
 
 fn is_symbol(t: &str) -> bool {
+    // Cheapest tests first: most tokens are plain words, out at `marked`.
     let b = t.as_bytes();
-    let head_ok = b[0].is_ascii_alphabetic() || matches!(b[0], b'_' | b'$');
-    let body_ok = b
-        .iter()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$'));
-    let marked = b[1..]
-        .iter()
-        .any(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, b'_' | b'$'));
+    let head_ok = || b[0].is_ascii_alphabetic() || matches!(b[0], b'_' | b'$');
+    let body_ok = || {
+        b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$'))
+    };
+    let marked = || {
+        b[1..]
+            .iter()
+            .any(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, b'_' | b'$'))
+    };
     // Shouted English (`ERROR`, `TODO`) is not an identifier; `RECALL_SLICE_TOKEN_CAP` is.
-    let shouted = b.iter().all(u8::is_ascii_uppercase);
+    let shouted = || b.iter().all(u8::is_ascii_uppercase);
     // A long run of mixed case and digits with no `_` is base64 or a key, an opaque blob.
-    let blob = t.len() > 32
-        && !t.contains('_')
-        && b.iter().any(u8::is_ascii_uppercase)
-        && b.iter().any(u8::is_ascii_lowercase)
-        && b.iter().any(u8::is_ascii_digit);
-    head_ok && body_ok && marked && !shouted && !blob && !KEYWORDS.contains(&t)
+    let blob = || {
+        t.len() > 32
+            && !t.contains('_')
+            && b.iter().any(u8::is_ascii_uppercase)
+            && b.iter().any(u8::is_ascii_lowercase)
+            && b.iter().any(u8::is_ascii_digit)
+    };
+    head_ok() && marked() && body_ok() && !shouted() && !blob() && !KEYWORDS.contains(&t)
 }
 
 #[cfg(test)]
