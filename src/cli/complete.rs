@@ -25,13 +25,10 @@ fn folded_sessions() -> Vec<CompletionCandidate> {
     let Ok(store) = (StoreArgs { store: None }).open() else {
         return Vec::new();
     };
-    let manifests = store.manifests_dir();
     store
-        .manifest_files()
+        .session_ids()
         .unwrap_or_default()
         .into_iter()
-        // Only current manifests; generations/ and conflicts/ are not sessions to name.
-        .filter(|path| path.parent() == Some(manifests.as_path()))
-        .filter_map(|path| path.file_stem().map(CompletionCandidate::new))
+        .map(CompletionCandidate::new)
         .collect()
 }

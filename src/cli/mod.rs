@@ -98,6 +98,12 @@ impl<'a> Io<'a> {
         self.say("warning: ", text);
     }
 
+    /// `<program>: error: <text>` on stderr: one item of a run that goes on failed (a session of
+    /// several restored). The run's exit status says so; an error that ends the run is returned.
+    pub fn error(&mut self, text: impl std::fmt::Display) {
+        self.say("error: ", text);
+    }
+
     /// `<program>: <text>` on stderr, only under `--verbose`.
     pub fn detail(&mut self, text: impl std::fmt::Display) {
         if self.verbosity >= Verbosity::Verbose {

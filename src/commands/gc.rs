@@ -49,7 +49,7 @@ pub struct GcArgs {
     pub apply: bool,
     /// Keep unreferenced objects and temp files younger than this: `now`, or a number with s, m, h,
     /// d or w (`30m`, `2d`)
-    #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_age)]
+    #[arg(long, value_name = "AGE", default_value = "1h", value_parser = crate::cli::human::parse_duration)]
     pub prune: Duration,
     /// Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly
     #[arg(long)]
@@ -61,29 +61,6 @@ pub struct GcArgs {
     pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
-}
-
-/// `now` or `<n><unit>` with unit s, m, h, d, w.
-fn parse_age(text: &str) -> std::result::Result<Duration, String> {
-    if text == "now" {
-        return Ok(Duration::ZERO);
-    }
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: expected `now` or a number with a unit, like 2h"))?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => return Err(format!("{text:?}: the unit must be s, m, h, d or w")),
-    };
-    Ok(Duration::from_secs(number.saturating_mul(seconds)))
 }
 
 impl Command for GcArgs {
@@ -202,17 +179,4 @@ fn report(
             plan.young,
         ),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages_parse_as_git_spells_them() {
-        assert_eq!(parse_age("now"), Ok(Duration::ZERO));
-        assert_eq!(parse_age("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_age("2w"), Ok(Duration::from_secs(2 * 604_800)));
-        assert!(parse_age("2 weeks").is_err() && parse_age("h").is_err());
-    }
 }

@@ -25,6 +25,7 @@ pub mod manifest;
 pub mod private;
 pub mod reconstruct;
 pub mod restore_temp;
+pub mod sessions;
 pub mod union;
 pub mod usage;
 pub mod writer;
