@@ -552,11 +552,51 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
             .unwrap();
         assert_eq!(entry["source_bytes"], placed.bytes.len());
         assert!(entry["stored_bytes"].as_u64().unwrap() > 0);
+        // Codex names every rollout after its start: its agent and start are known.
+        if placed.path.starts_with(&homes.codex) {
+            assert_eq!(entry["agent"], "codex", "{entry}");
+            let started = entry["started"].as_str().unwrap();
+            let name = placed.rollout_path.file_name().unwrap().to_str().unwrap();
+            assert!(
+                name.contains(&started.replace(':', "-")) && started.len() == 19,
+                "{started} {name}"
+            );
+            assert!(entry["cwd"].as_str().unwrap().starts_with('/'), "{entry}");
+        }
     }
     let human = env.run("ctxfold", ["ls"]).ok().stdout_text();
     assert!(
         human.contains("conflict") && human.contains("From the database"),
         "{human}"
+    );
+    let mut lines = human.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "ID", "STARTED", "AGENT", "STATE", "SOURCE", "STORED", "CWD", "TITLE"
+        ]
+    );
+    let codex = homes
+        .active()
+        .find(|p| p.path.starts_with(&homes.codex))
+        .unwrap();
+    let line = lines.find(|l| l.starts_with(&codex.id)).unwrap();
+    let entry = listed
+        .iter()
+        .find(|l| l["id"] == codex.id.as_str())
+        .unwrap();
+    let cwd = entry["cwd"].as_str().unwrap();
+    let shown = match cwd.chars().count() > 24 {
+        true => format!("…{}", &cwd[cwd.len() - 23..]),
+        false => cwd.to_string(),
+    };
+    assert!(
+        line.contains(&format!(
+            "  {}  codex  active  ",
+            entry["started"].as_str().unwrap()[..16].replace('T', " ")
+        )) && line.contains(&shown),
+        "{line}"
     );
 
     let status = json_lines(&env.run("ctxfold", ["status", "--json"]).ok().stdout);

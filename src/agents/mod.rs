@@ -38,6 +38,14 @@ impl Agent {
     /// Every agent, in the order their openings are tried on a file's first line.
     pub const ALL: [Agent; 2] = [Agent::Codex, Agent::Pi];
 
+    /// The agent as JSON output names it (`codex`, `pi`), for people too.
+    pub fn key(self) -> &'static str {
+        match self {
+            Agent::Codex => "codex",
+            Agent::Pi => "pi",
+        }
+    }
+
     /// What this agent's files are: the one dispatch on the agent.
     pub fn format(self) -> &'static dyn Format {
         match self {
