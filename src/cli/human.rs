@@ -58,6 +58,13 @@ fn tilde(path: &Path, home: Option<&Path>) -> String {
     }
 }
 
+/// A time of day `2026-05-11T11:26:55` as `2026-05-11 11:26`; an unknown one as `-`.
+pub fn minute(time: Option<&str>) -> String {
+    time.map_or("-".into(), |t| {
+        t.replacen('T', " ", 1).chars().take(16).collect()
+    })
+}
+
 /// A duration as people type one: `now`, or a whole number with `s`, `m`, `h`, `d` or `w` (`30m`,
 /// `2d`). The value parser of every option that takes an age.
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
@@ -125,6 +132,8 @@ mod tests {
         assert_eq!(duration(Duration::from_secs(2 * 86_400)), "2d");
         assert_eq!(duration(Duration::from_secs(5400)), "90m");
         assert_eq!(duration(Duration::ZERO), "0s");
+        assert_eq!(minute(Some("2026-05-11T11:26:55")), "2026-05-11 11:26");
+        assert_eq!(minute(None), "-");
     }
 
     #[test]

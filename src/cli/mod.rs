@@ -4,6 +4,7 @@
 pub mod complete;
 pub mod exec_path;
 pub mod human;
+pub mod pager;
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};

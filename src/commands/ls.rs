@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::agents::Agent;
 use crate::agents::place::{named_by, started};
-use crate::cli::human::{bytes, path as path_for_people};
+use crate::cli::human::{bytes, minute, path as path_for_people};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::store::Store;
@@ -138,9 +138,7 @@ impl Command for LsArgs {
                     "active"
                 };
                 let marker = crate::cli::human::generations(kept.len());
-                let started = entry.started.as_deref().map_or("-".into(), |s| {
-                    s.replacen('T', " ", 1).chars().take(16).collect::<String>()
-                });
+                let started = minute(entry.started.as_deref());
                 let cwd = entry
                     .cwd
                     .map_or("-".into(), |cwd| tail(&path_for_people(cwd.as_ref())));
