@@ -628,6 +628,47 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
     assert!(stats["disk_bytes"].as_u64().unwrap() >= stats["stored_bytes"].as_u64().unwrap());
     assert_eq!(stats["unreferenced_objects"], 0);
     assert!(Path::new(&env.store).join("objects").is_dir());
+    // People read first what was folded, what it takes on disk now, and what that saves.
+    let disk = stats["disk_bytes"].as_u64().unwrap();
+    assert_eq!(stats["saved_bytes"], logical as i64 - disk as i64);
+    let human = env.run("ctxfold", ["stats"]).ok().stdout_text();
+    let lead: Vec<&str> = human.lines().take(3).collect();
+    let size = ctxfold::cli::human::bytes;
+    let n = homes.sessions.len();
+    assert_eq!(
+        lead[0],
+        format!(
+            "folded             {}: {n} sessions and 1 earlier or conflicting versions",
+            size(logical)
+        )
+    );
+    assert_eq!(lead[1], format!("on disk now        {}", size(disk)));
+    assert!(
+        lead[2].starts_with(&format!("saved              {} (", size(logical - disk))),
+        "{human}"
+    );
+}
+
+#[test]
+fn stats_says_when_a_store_saves_nothing_yet() {
+    let env = Env::new();
+    let one = env.path("one.jsonl");
+    fs::write(&one, b"{\"a\":1}\n").unwrap();
+    env.run("ctxfold", ["fold", "--apply", one.to_str().unwrap()])
+        .ok();
+    let human = env.run("ctxfold", ["stats"]).ok().stdout_text();
+    assert!(
+        human.starts_with("folded             8 B: 1 session\n"),
+        "{human}"
+    );
+    assert!(
+        human
+            .lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("saved              nothing yet: the store takes "),
+        "{human}"
+    );
 }
 
 #[test]
