@@ -372,3 +372,17 @@ pub fn exit_for(program: &str, result: Result<Status>) -> ExitCode {
 pub fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<()> {
     writeln!(out, "{line}").map_err(crate::error::stdout_failed)
 }
+
+/// One line of a report: `human` for people, or under `--json` its `record` (a JSON Lines object
+/// tagged `{"type": …}`).
+pub fn emit_either(
+    out: &mut dyn Write,
+    json: bool,
+    human: impl std::fmt::Display,
+    record: serde_json::Value,
+) -> Result<()> {
+    match json {
+        true => emit(out, record),
+        false => emit(out, human),
+    }
+}

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use crate::cli::human::bytes;
-use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::cli::human::{bytes, count, path};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit_either};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
@@ -40,6 +40,14 @@ use crate::store::lock::Mode;
 /// and then the objects only they referenced. Nothing else ever removes a generation of a session
 /// that changed other than by an append: it may hold the only copy of those bytes (`ctxfold
 /// restore ID@N --to FILE` saves one first).
+///
+/// Prints what it removed (or would remove), one per line, then a summary. --json prints JSON
+/// Lines instead, `action` being `removed` or `would_remove`:
+/// `{"type":"generation","action":…,"session":ID,"generation":N,"kept_at":TIME|null,"reason":"grown"|"changed"|null,"path":PATH}`,
+/// `{"type":"object","action":…,"sha256":HEX,"bytes":N|null}` (null: packed),
+/// `{"type":"temp_file","action":…,"path":PATH}`, then
+/// `{"type":"summary","applied":BOOL,"objects":N,"temp_files":N,"generations":N,"referenced_objects":N,"young_objects_kept":N,"packs_rewritten":N,"loose_objects_packed":N,"pack":{"name":…,"objects":N,"bytes":N}|null}`
+/// (`pack`: the pack written, under --apply).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-gc", version, after_long_help = crate::cli::EXIT_STATUS)]
 #[command(arg = crate::cli::dry_run())]
@@ -54,6 +62,9 @@ pub struct GcArgs {
     /// Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly
     #[arg(long)]
     pub aggressive: bool,
+    /// JSON Lines: one object per thing removed, then a summary
+    #[arg(long)]
+    pub json: bool,
     /// Remove every session's generations (earlier versions kept by fold) too
     #[arg(long)]
     pub prune_generations: bool,
@@ -98,21 +109,54 @@ impl Command for GcArgs {
         } else {
             ("would remove", None)
         };
+        let say = Say {
+            json: self.json,
+            verb,
+        };
         for (id, generation) in &dropping {
-            emit(
-                io.out,
+            say.line(
+                io,
                 format_args!(
                     "{verb} generation {id}@{} ({})",
                     generation.number,
                     generation.describe()
                 ),
+                serde_json::json!({
+                    "type": "generation",
+                    "session": id,
+                    "generation": generation.number,
+                    "kept_at": generation.kept.as_ref().map(|(at, _)| at),
+                    "reason": generation.kept.as_ref().map(|(_, reason)| reason),
+                    "path": generation.path,
+                }),
             )?;
         }
-        report(io, &plan, done.as_ref(), verb, dropping.len())?;
+        report(io, &plan, done.as_ref(), &say, dropping.len())?;
         if !self.apply {
             io.note("dry run: add --apply to remove and repack.");
         }
         Ok(Status::Success)
+    }
+}
+
+/// How the report is written: for people, or as JSON Lines; `verb` says whether it was done.
+struct Say {
+    json: bool,
+    verb: &'static str,
+}
+
+impl Say {
+    /// One line: `human`, or `record` with its `action`.
+    fn line(
+        &self,
+        io: &mut Io<'_>,
+        human: impl std::fmt::Display,
+        mut record: serde_json::Value,
+    ) -> Result<()> {
+        if record["type"] != "summary" {
+            record["action"] = self.verb.replace(' ', "_").into();
+        }
+        emit_either(io.out, self.json, human, record)
     }
 }
 
@@ -122,9 +166,10 @@ fn report(
     io: &mut Io<'_>,
     plan: &gc::Plan,
     done: Option<&Repacked>,
-    verb: &str,
+    say: &Say,
     generations: usize,
 ) -> Result<()> {
+    let verb = say.verb;
     let sizes: HashMap<Digest, u64> = plan.dead_loose.iter().copied().collect();
     let dropped: Vec<Digest> = match done {
         Some(done) => done.dropped.iter().map(|(d, _)| *d).collect(),
@@ -136,16 +181,22 @@ fn report(
             .collect(),
     };
     for digest in &dropped {
-        match sizes.get(digest) {
-            Some(size) => emit(
-                io.out,
-                format_args!("{verb} object {digest} ({})", bytes(*size)),
-            )?,
-            None => emit(io.out, format_args!("{verb} object {digest} (packed)"))?,
-        }
+        let size = sizes.get(digest);
+        say.line(
+            io,
+            format_args!(
+                "{verb} object {digest} ({})",
+                size.map_or("packed".into(), |size| bytes(*size))
+            ),
+            serde_json::json!({"type": "object", "sha256": digest, "bytes": size}),
+        )?;
     }
     for temp in &plan.temps {
-        emit(io.out, format_args!("{verb} temp file {}", temp.display()))?;
+        say.line(
+            io,
+            format_args!("{verb} temp file {}", path(temp)),
+            serde_json::json!({"type": "temp_file", "path": temp}),
+        )?;
     }
     let repacked = match done {
         Some(done) => match &done.pack {
@@ -169,14 +220,32 @@ fn report(
             plan.loose_to_pack
         ),
     };
-    emit(
-        io.out,
+    let pack = done.and_then(|done| done.pack.as_ref());
+    say.line(
+        io,
         format_args!(
-            "{} unreferenced objects {verb}, {} temp files, {generations} generations; {repacked}; {} objects referenced; {} unreferenced objects younger than --prune kept",
-            dropped.len(),
-            plan.temps.len(),
-            plan.referenced,
-            plan.young,
+            "{} {verb}, {}, {}; {repacked}; {} referenced; {} younger than --prune kept",
+            count(dropped.len() as u64, "unreferenced object"),
+            count(plan.temps.len() as u64, "temp file"),
+            count(generations as u64, "generation"),
+            count(plan.referenced, "object"),
+            count(plan.young, "unreferenced object"),
         ),
+        serde_json::json!({
+            "type": "summary",
+            "applied": done.is_some(),
+            "objects": dropped.len(),
+            "temp_files": plan.temps.len(),
+            "generations": generations,
+            "referenced_objects": plan.referenced,
+            "young_objects_kept": plan.young,
+            "packs_rewritten": done.map_or(plan.rewrite.len(), |d| d.removed_packs.len()),
+            "loose_objects_packed": done.map_or(plan.loose_to_pack, |d| d.packed_loose),
+            "pack": pack.map(|p| serde_json::json!({
+                "name": p.name,
+                "objects": p.objects,
+                "bytes": p.pack_bytes + p.index_bytes,
+            })),
+        }),
     )
 }

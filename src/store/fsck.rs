@@ -19,17 +19,21 @@ use crate::digest::Digest;
 use crate::error::Result;
 use crate::odb::{Listed, Place};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What fsck finds; as JSON, `{"type":"bad_manifest",…}` with the variant's fields.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Finding {
     BadManifest {
         path: PathBuf,
         why: String,
     },
     MissingObject {
+        #[serde(rename = "sha256")]
         digest: Digest,
         manifest: PathBuf,
     },
     CorruptObject {
+        #[serde(rename = "sha256")]
         digest: Digest,
         why: String,
     },
@@ -47,7 +51,9 @@ pub enum Finding {
         path: PathBuf,
         why: String,
     },
+    #[serde(rename = "unreferenced_object")]
     Unreferenced {
+        #[serde(rename = "sha256")]
         digest: Digest,
     },
 }
