@@ -882,7 +882,9 @@ fn totals_say_folded_after_apply_and_paths_under_home_read_as_tilde() {
         applied.contains(&format!("total: {n} sessions: {n} folded (")),
         "{applied}"
     );
-    for line in applied.lines().filter(|l| !l.starts_with("total:")) {
+    let status = env.run("ctxfold", ["status"]).ok().stdout_text();
+    let lines = applied.lines().filter(|l| !l.starts_with("total:"));
+    for line in lines.chain(status.lines()) {
         assert!(line.contains(" ~/"), "{line}");
         assert!(!line.contains(home.to_str().unwrap()), "{line}");
     }

@@ -548,6 +548,44 @@ fn several_sessions_and_all_restore_together_each_reported() {
         .one_line_error("--generation takes one SESSION");
 }
 
+#[test]
+fn all_without_to_puts_each_session_back_in_its_own_place() {
+    let (env, homes) = folded_homes();
+    // Two sources removed (as --remove-source leaves them); the rest are where they were.
+    for session in [homes.get_codex(3), homes.get_pi()] {
+        fs::remove_file(&session.path).unwrap();
+    }
+    let missing = homes
+        .sessions
+        .iter()
+        .filter(|s| !s.rollout_path.exists())
+        .count();
+    assert!(missing >= 2);
+    let run = env.run("ctxfold", ["restore", "--all"]).ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "restored {missing} sessions, {} already in place",
+            homes.sessions.len() - missing
+        )),
+        "{}",
+        run.stderr
+    );
+    for session in &homes.sessions {
+        assert!(
+            fs::read(&session.rollout_path).unwrap() == session.bytes,
+            "{}",
+            session.id
+        );
+    }
+    // Nothing else was written: no temp file left in the homes.
+    let leftovers = Env::snapshot(&homes.codex)
+        .into_iter()
+        .chain(Env::snapshot(&homes.pi))
+        .filter(|(p, _)| p.to_str().unwrap().ends_with(".tmp"))
+        .count();
+    assert_eq!(leftovers, 0);
+}
+
 impl Homes {
     /// The `i`th Codex session placed (0 and 1 archived, the rest active).
     fn get_codex(&self, i: usize) -> homes::Placed {
