@@ -234,8 +234,10 @@ fn fold_removes_idle_sessions_leaves_active_ones_and_the_sessions_folder() {
         "{out}"
     );
     assert!(
-        out.contains("an active session is removed only with --allow-active"),
-        "{out}"
+        run.stderr
+            .contains("kept the sources of 2 active sessions: --remove-source removes"),
+        "{}",
+        run.stderr
     );
 
     let status = env.run("ctxfold", ["status"]).ok();

@@ -245,10 +245,13 @@ fn restore_keeps_an_existing_target_unless_overwrite_and_places_no_file_folded_b
     env.run("ctxfold", ["restore", "s"])
         .fails(3)
         .one_line_error("is not where Codex, Pi or Claude Code keeps this session");
+    // The same bytes there already: in place, nothing to do.
+    env.run("ctxfold", ["restore", "s", to[0], to[1]]).ok();
+    fs::write(&source, b"changed").unwrap();
     env.run("ctxfold", ["restore", "s", to[0], to[1]])
         .fails(3)
-        .one_line_error("exists (use --overwrite");
-    fs::write(&source, b"changed").unwrap();
+        .one_line_error("exists and holds other bytes (use --overwrite");
+    assert_eq!(fs::read(&source).unwrap(), b"changed");
     env.run("ctxfold", ["materialize", "s", to[0], to[1], "--overwrite"])
         .ok();
     assert_eq!(fs::read(&source).unwrap(), original);

@@ -263,9 +263,23 @@ fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active_i
     }
     // Only the file folded goes: the shadowed .zst sibling stays.
     assert!(homes.shadowed.exists());
+    // The sources kept as active are counted in one note, not one per session.
+    let active = homes.active().count();
+    let kept: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("active session"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{}", run.stderr);
     assert!(
-        run.stdout_text()
-            .contains("active session is removed only with --allow-active"),
+        kept[0].starts_with(&format!(
+            "ctxfold fold: kept the sources of {active} active sessions: --remove-source removes"
+        )) && kept[0].contains("--older-than AGE"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout_text().contains("active"),
         "{}",
         run.stdout_text()
     );
@@ -531,11 +545,51 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
             .unwrap();
         assert_eq!(entry["source_bytes"], placed.bytes.len());
         assert!(entry["stored_bytes"].as_u64().unwrap() > 0);
+        // Codex names every rollout after its start: its agent and start are known.
+        if placed.path.starts_with(&homes.codex) {
+            assert_eq!(entry["agent"], "codex", "{entry}");
+            let started = entry["started"].as_str().unwrap();
+            let name = placed.rollout_path.file_name().unwrap().to_str().unwrap();
+            assert!(
+                name.contains(&started.replace(':', "-")) && started.len() == 19,
+                "{started} {name}"
+            );
+            assert!(entry["cwd"].as_str().unwrap().starts_with('/'), "{entry}");
+        }
     }
     let human = env.run("ctxfold", ["ls"]).ok().stdout_text();
     assert!(
         human.contains("conflict") && human.contains("From the database"),
         "{human}"
+    );
+    let mut lines = human.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "ID", "STARTED", "AGENT", "STATE", "SOURCE", "STORED", "CWD", "TITLE"
+        ]
+    );
+    let codex = homes
+        .active()
+        .find(|p| p.path.starts_with(&homes.codex))
+        .unwrap();
+    let line = lines.find(|l| l.starts_with(&codex.id)).unwrap();
+    let entry = listed
+        .iter()
+        .find(|l| l["id"] == codex.id.as_str())
+        .unwrap();
+    let cwd = entry["cwd"].as_str().unwrap();
+    let shown = match cwd.chars().count() > 24 {
+        true => format!("…{}", &cwd[cwd.len() - 23..]),
+        false => cwd.to_string(),
+    };
+    assert!(
+        line.contains(&format!(
+            "  {}  codex  active  ",
+            entry["started"].as_str().unwrap()[..16].replace('T', " ")
+        )) && line.contains(&shown),
+        "{line}"
     );
 
     let status = json_lines(&env.run("ctxfold", ["status", "--json"]).ok().stdout);
@@ -567,6 +621,47 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
     assert!(stats["disk_bytes"].as_u64().unwrap() >= stats["stored_bytes"].as_u64().unwrap());
     assert_eq!(stats["unreferenced_objects"], 0);
     assert!(Path::new(&env.store).join("objects").is_dir());
+    // People read first what was folded, what it takes on disk now, and what that saves.
+    let disk = stats["disk_bytes"].as_u64().unwrap();
+    assert_eq!(stats["saved_bytes"], logical as i64 - disk as i64);
+    let human = env.run("ctxfold", ["stats"]).ok().stdout_text();
+    let lead: Vec<&str> = human.lines().take(3).collect();
+    let size = ctxfold::cli::human::bytes;
+    let n = homes.sessions.len();
+    assert_eq!(
+        lead[0],
+        format!(
+            "folded             {}: {n} sessions and 1 earlier or conflicting versions",
+            size(logical)
+        )
+    );
+    assert_eq!(lead[1], format!("on disk now        {}", size(disk)));
+    assert!(
+        lead[2].starts_with(&format!("saved              {} (", size(logical - disk))),
+        "{human}"
+    );
+}
+
+#[test]
+fn stats_says_when_a_store_saves_nothing_yet() {
+    let env = Env::new();
+    let one = env.path("one.jsonl");
+    fs::write(&one, b"{\"a\":1}\n").unwrap();
+    env.run("ctxfold", ["fold", "--apply", one.to_str().unwrap()])
+        .ok();
+    let human = env.run("ctxfold", ["stats"]).ok().stdout_text();
+    assert!(
+        human.starts_with("folded             8 B: 1 session\n"),
+        "{human}"
+    );
+    assert!(
+        human
+            .lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("saved              nothing yet: the store takes "),
+        "{human}"
+    );
 }
 
 #[test]
@@ -653,4 +748,158 @@ fn a_fold_that_loses_a_remove_source_race_reports_the_session_folded() {
     )
     .ok();
     assert!(fs::read(&to).unwrap() == placed.bytes);
+}
+
+#[test]
+fn older_than_lets_go_of_active_sources_unchanged_that_long() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    // Pi keeps no archive: every Pi session is active. One of them, and one active Codex
+    // rollout, have not changed for ten days; the other active sessions just changed.
+    let ten_days = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 86_400);
+    let pi: Vec<_> = homes
+        .active()
+        .filter(|p| p.path.starts_with(&homes.pi))
+        .collect();
+    let codex: Vec<_> = homes
+        .active()
+        .filter(|p| p.path.starts_with(&homes.codex))
+        .collect();
+    let old = [pi[0], codex[0]];
+    for placed in old {
+        fs::File::options()
+            .append(true)
+            .open(&placed.path)
+            .unwrap()
+            .set_modified(ten_days)
+            .unwrap();
+    }
+    let fresh: Vec<_> = homes
+        .active()
+        .filter(|p| !old.iter().any(|o| o.id == p.id))
+        .collect();
+    assert!(!fresh.is_empty());
+
+    // Bad ages are usage errors, and --older-than needs --remove-source.
+    let bad = env
+        .run(
+            "ctxfold",
+            ["fold", "--remove-source", "--older-than", "7 days"],
+        )
+        .fails(2)
+        .fails(2);
+    assert!(
+        bad.stderr.contains("the unit must be s, m, h, d or w"),
+        "{}",
+        bad.stderr
+    );
+    env.run("ctxfold", ["fold", "--older-than", "7d"]).fails(2);
+    env.run(
+        "ctxfold",
+        [
+            "fold",
+            "--remove-source",
+            "--older-than",
+            "7d",
+            "--allow-active",
+        ],
+    )
+    .fails(2);
+
+    // The dry run says what it would remove, and removes nothing.
+    let dry = env
+        .run(
+            "ctxfold",
+            ["fold", "--remove-source", "--older-than", "7d", "--json"],
+        )
+        .ok();
+    let lines = json_lines(&dry.stdout);
+    for placed in &homes.sessions {
+        let line = lines
+            .iter()
+            .find(|l| l["id"] == placed.id.as_str())
+            .unwrap();
+        let expected = match placed.archived || old.iter().any(|o| o.id == placed.id) {
+            true => "would_remove",
+            false => "kept_active",
+        };
+        assert_eq!(line["source"], expected, "{}", placed.id);
+        assert!(placed.path.exists());
+    }
+    let total = &lines.last().unwrap()["total"];
+    assert_eq!(total["kept_active"], fresh.len());
+    assert_eq!(total["removed"], homes.sessions.len() - fresh.len());
+
+    let run = env
+        .run(
+            "ctxfold",
+            ["fold", "--apply", "--remove-source", "--older-than", "7d"],
+        )
+        .ok();
+    for placed in homes.archived().chain(old) {
+        assert!(!placed.path.exists(), "{} kept", placed.path.display());
+    }
+    for placed in &fresh {
+        assert!(placed.path.exists(), "{} removed", placed.path.display());
+    }
+    assert!(
+        run.stderr.contains(&format!(
+            "kept the sources of {} active session",
+            fresh.len()
+        )),
+        "{}",
+        run.stderr
+    );
+    // What was removed restores.
+    for placed in old {
+        env.run("ctxfold", ["restore", &placed.id]).ok();
+        assert!(fs::read(&placed.rollout_path).unwrap() == placed.bytes);
+    }
+}
+
+#[test]
+fn totals_say_folded_after_apply_and_paths_under_home_read_as_tilde() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    // The agent homes under HOME, as they are on a machine.
+    let home = homes.codex.parent().unwrap().to_path_buf();
+    env.set("HOME", &home);
+    let dry = env.run("ctxfold", ["fold"]).ok().stdout_text();
+    let n = homes.sessions.len();
+    assert!(
+        dry.contains(&format!("total: {n} sessions: {n} to fold (")),
+        "{dry}"
+    );
+    let applied = env.run("ctxfold", ["fold", "--apply"]).ok().stdout_text();
+    assert!(
+        applied.contains(&format!("total: {n} sessions: {n} folded (")),
+        "{applied}"
+    );
+    let status = env.run("ctxfold", ["status"]).ok().stdout_text();
+    let lines = applied.lines().filter(|l| !l.starts_with("total:"));
+    for line in lines.chain(status.lines()) {
+        assert!(line.contains(" ~/"), "{line}");
+        assert!(!line.contains(home.to_str().unwrap()), "{line}");
+    }
+    // One session: no plural; --json keeps full paths.
+    let one = homes
+        .active()
+        .find(|p| p.path.starts_with(&homes.codex))
+        .unwrap();
+    fs::write(&one.path, [one.bytes.as_slice(), b"{}\n"].concat()).unwrap();
+    let run = env
+        .run("ctxfold", ["fold", "--apply", one.path.to_str().unwrap()])
+        .ok()
+        .stdout_text();
+    assert!(
+        run.contains("total: 1 session: 1 folded (0 new, 1 grown"),
+        "{run}"
+    );
+    let json = env
+        .run("ctxfold", ["fold", "--json", one.path.to_str().unwrap()])
+        .ok();
+    assert_eq!(
+        json_lines(&json.stdout)[0]["path"],
+        one.path.to_str().unwrap()
+    );
 }

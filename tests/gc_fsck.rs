@@ -74,6 +74,13 @@ fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest_in(env: En
         run.stdout_text()
     );
     assert_eq!(run.stdout_text().lines().count(), 1);
+    let lines = json_lines(&env.run("ctxfold", ["fsck", "--json"]).ok().stdout);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"type": "summary", "problems": 0, "unreferenced_objects": 0,
+            "unplaced_manifests": 0, "leftover_restore_temps": 0, "full": false})
+    );
 
     // Loose objects, to damage one at a time (packs have their own tests in corruption.rs).
     env.run("ctxfold", ["unpack"]).ok();
@@ -90,6 +97,30 @@ fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest_in(env: En
             .contains(&format!("corrupt object {flipped}")),
         "{}",
         run.stdout_text()
+    );
+    // As JSON Lines: the finding, typed, then the summary; the same exit status.
+    let run = env.run("ctxfold", ["fsck", "--full", "--json"]).fails(4);
+    let lines = json_lines(&run.stdout);
+    let corrupt: Vec<_> = lines
+        .iter()
+        .filter(|l| l["type"] == "corrupt_object")
+        .collect();
+    assert!(
+        !corrupt.is_empty() && corrupt.iter().all(|l| l["why"].is_string()),
+        "{lines:?}"
+    );
+    assert!(corrupt.iter().any(|l| l["sha256"] == flipped.as_str()));
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["full"], true);
+    assert_eq!(
+        summary["problems"],
+        lines.len()
+            - 1
+            - lines
+                .iter()
+                .filter(|l| l["type"] == "unreferenced_object")
+                .count()
     );
 
     let (deleted, path) = some_object(&env, &homes.sessions[4].id, 0);
@@ -115,6 +146,22 @@ fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest_in(env: En
         "{}",
         run.stdout_text()
     );
+    // --json lists every unreferenced object too (scripts count them), and the same faults.
+    let lines = json_lines(&env.run("ctxfold", ["fsck", "--json"]).fails(4).stdout);
+    let summary = lines.last().unwrap();
+    let unreferenced = lines
+        .iter()
+        .filter(|l| l["type"] == "unreferenced_object")
+        .count();
+    assert!(unreferenced > 0);
+    assert_eq!(summary["unreferenced_objects"], unreferenced);
+    let bad = lines.iter().find(|l| l["type"] == "bad_manifest").unwrap();
+    assert_eq!(bad["path"], manifest.to_str().unwrap());
+    let missing = lines
+        .iter()
+        .find(|l| l["type"] == "missing_object")
+        .unwrap();
+    assert_eq!(missing["sha256"], deleted.as_str());
     // The truncated manifest's objects are now unreferenced: a note, one line for them all…
     assert!(
         !run.stdout_text().contains("unreferenced object "),
@@ -193,26 +240,50 @@ fn gc_removes_exactly_the_unreferenced_objects_in(env: Env, homes: Homes) {
     );
     assert!(
         run.stdout_text()
-            .contains("1 unreferenced objects younger than --prune kept"),
+            .contains("; 1 unreferenced object younger than --prune kept"),
         "{}",
         run.stdout_text()
     );
+    assert_eq!(Env::snapshot(&env.store), before);
+    // The same as JSON Lines: what would go, then the summary.
+    let lines = json_lines(&env.run("ctxfold", ["gc", "--json"]).ok().stdout);
+    let temps: Vec<_> = lines.iter().filter(|l| l["type"] == "temp_file").collect();
+    assert_eq!(temps.len(), 1, "{lines:?}");
+    assert_eq!(temps[0]["path"], stale_temp.to_str().unwrap());
+    assert_eq!(temps[0]["action"], "would_remove");
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["applied"], false);
+    assert_eq!(
+        (
+            &summary["objects"],
+            &summary["temp_files"],
+            &summary["young_objects_kept"]
+        ),
+        (&0.into(), &1.into(), &1.into())
+    );
+    assert!(summary["referenced_objects"].as_u64().unwrap() > 0);
     assert_eq!(Env::snapshot(&env.store), before);
     // Within the grace period the orphan stays; the stale temp file goes.
     env.run("ctxfold", ["gc", "--apply"]).ok();
     assert!(orphan_path.exists());
     assert!(!stale_temp.exists() && fresh_temp.exists());
-    // With --prune=now exactly the orphan goes.
-    let run = env.run("ctxfold", ["gc", "--apply", "--prune=now"]).ok();
+    // With --prune=now exactly the orphan goes, and --json says so.
+    let run = env
+        .run("ctxfold", ["gc", "--apply", "--prune=now", "--json"])
+        .ok();
+    let lines = json_lines(&run.stdout);
+    let removed: Vec<_> = lines.iter().filter(|l| l["type"] == "object").collect();
+    assert_eq!(removed.len(), 1, "{lines:?}");
+    assert_eq!(removed[0]["sha256"], orphan.as_str());
+    assert_eq!(removed[0]["action"], "removed");
+    let summary = lines.last().unwrap();
     assert_eq!(
-        run.stdout_text()
-            .lines()
-            .filter(|l| l.contains("removed object"))
-            .count(),
-        1,
-        "{}",
-        run.stdout_text()
+        (&summary["applied"], &summary["objects"]),
+        (&true.into(), &1.into())
     );
+    // The sessions' objects were packed by the gc before: no pack is written this time.
+    assert!(summary["pack"].is_null(), "{summary}");
     assert!(!orphan_path.exists());
     assert_eq!(object_files(&env.store), referenced);
     env.run("ctxfold", ["fsck", "--full"]).ok();

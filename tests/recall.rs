@@ -3,6 +3,7 @@
 //! while it exists and from the store alone after it is removed.
 
 mod common;
+mod homes;
 #[path = "support/pi_v3.rs"]
 mod pi_v3;
 
@@ -101,12 +102,12 @@ fn seeds_appends_only_what_is_new_and_keeps_other_writers_lines() {
     let read_before = records();
     let dry = env.run("ctxfold", ["gc"]).ok().stdout_text();
     assert!(
-        dry.contains("would move the seed indexes of 1 sessions from context-fold/"),
+        dry.contains("would move the seed indexes of 1 session from context-fold/"),
         "{dry}"
     );
     assert!(legacy_file(&env, "pi").exists());
     let gc = env.run("ctxfold", ["gc", "--apply"]).ok().stdout_text();
-    assert!(gc.contains("moved the seed indexes of 1 sessions"), "{gc}");
+    assert!(gc.contains("moved the seed indexes of 1 session"), "{gc}");
     assert!(!legacy_file(&env, "pi").exists());
     assert!(!env.store.join("context-fold/pi").exists());
     assert_eq!(index_lines(&env, "pi"), lines);
@@ -290,4 +291,162 @@ fn seeds_skips_a_session_that_is_no_ledger_and_indexes_the_others() {
     assert!(index_lines(&env, "notes").is_empty());
     let run = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();
     assert_eq!(run.stdout_text().lines().count(), 3);
+}
+
+/// The own homes folded with their seeds; the two work sessions (a Codex and a Pi one, written by
+/// the real agents) each ran a command that failed on `config/ctxfold-missing.toml`.
+fn folded_homes() -> Env {
+    let mut env = Env::new();
+    homes::build(&mut env, homes::sets().remove(0));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    env
+}
+
+const MISSING: &str = "ctxfold-missing.toml";
+
+#[test]
+fn recall_heads_each_session_with_its_start_and_title_and_json_spans_carry_their_sha256() {
+    let env = folded_homes();
+    let out = env.run("ctxfold", ["recall", MISSING]).ok().stdout_text();
+    let headings: Vec<&str> = out.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(headings.len(), 2, "{out}");
+    // Each heading comes before its session's matches, with its start as ls shows it.
+    let ls = env.run("ctxfold", ["ls", "--json"]).ok();
+    let listed = homes::json_lines(&ls.stdout);
+    for heading in &headings {
+        let id = heading.split_whitespace().nth(2).unwrap();
+        let entry = listed.iter().find(|e| e["id"] == id).unwrap();
+        let start = entry["started"].as_str().unwrap()[..16].replace('T', " ");
+        assert!(
+            heading.starts_with(&format!("## session {id}  {start}  ")),
+            "{heading}"
+        );
+        let after = out.split(*heading).nth(1).unwrap();
+        assert!(
+            after
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with(&format!("# session {id} seq "))
+        );
+    }
+
+    let run = env.run("ctxfold", ["recall", MISSING, "--json"]).ok();
+    let lines = homes::json_lines(&run.stdout);
+    let sessions: Vec<_> = lines.iter().filter(|l| l["type"] == "session").collect();
+    assert_eq!(sessions.len(), 2);
+    let mut agents: Vec<&str> = sessions
+        .iter()
+        .map(|s| s["agent"].as_str().unwrap())
+        .collect();
+    agents.sort();
+    assert_eq!(agents, ["codex", "pi"]);
+    for session in &sessions {
+        let entry = listed
+            .iter()
+            .find(|e| e["id"] == session["session"])
+            .unwrap();
+        assert_eq!(session["title"], entry["title"]);
+        assert_eq!(session["started"].as_str().unwrap().len(), 19);
+        assert!(session["cwd"].as_str().unwrap().starts_with('/'));
+    }
+    // A span's sha256 chains into verify-span, which serves the same text.
+    let spans: Vec<_> = lines.iter().filter(|l| l["type"] == "span").collect();
+    assert!(!spans.is_empty());
+    for span in spans {
+        let sha256 = span["sha256"].as_str().unwrap();
+        assert_eq!(sha256.len(), 64);
+        let session = span["session"].as_str().unwrap();
+        let block = span["blockId"].as_str().unwrap();
+        let verified = env
+            .run(
+                "ctxfold-verify-span",
+                ["--session", session, "--sha256", sha256, block],
+            )
+            .ok();
+        assert_eq!(verified.stdout_text(), span["text"].as_str().unwrap());
+    }
+}
+
+#[test]
+fn max_count_stops_after_that_many_matching_records_in_each_session() {
+    let env = folded_homes();
+    let records = |args: &[&str]| {
+        let run = env
+            .run("ctxfold", [&["recall", "--json", MISSING], args].concat())
+            .ok();
+        let mut seqs: Vec<(String, u64)> = homes::json_lines(&run.stdout)
+            .iter()
+            .filter(|l| l["type"] == "match")
+            .map(|l| {
+                (
+                    l["session"].as_str().unwrap().into(),
+                    l["seq"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        seqs.dedup();
+        seqs
+    };
+    let all = records(&[]);
+    let one = records(&["-m", "1"]);
+    assert!(all.len() > one.len(), "{all:?}");
+    assert_eq!(
+        one.len(),
+        2,
+        "one record in each of the two sessions: {one:?}"
+    );
+    assert_eq!(records(&["--max-count", "100"]), all);
+    env.run("ctxfold", ["recall", MISSING, "-m", "0"]).fails(1);
+    let bad = env
+        .run("ctxfold", ["recall", MISSING, "-m", "many"])
+        .fails(2);
+    assert!(
+        bad.stderr.contains("invalid value 'many'"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn recall_pages_on_a_terminal_only() {
+    let mut env = folded_homes();
+    env.set("CTXFOLD_PAGER", "sed 's/^/paged: /'");
+    // In a pipe, no pager.
+    let piped = env.run("ctxfold", ["recall", MISSING]).ok().stdout_text();
+    assert!(!piped.contains("paged: "), "{piped}");
+    if common::which("script").is_none() {
+        eprintln!("skipped the terminal half: no script(1) to give ctxfold a terminal");
+        return;
+    }
+    let on_tty = |args: &str| {
+        env.shell(&format!(
+            "script -qec '$BIN/ctxfold recall {args}' /dev/null"
+        ))
+        .ok()
+        .stdout_text()
+    };
+    let paged = on_tty(MISSING);
+    let first = piped.lines().next().unwrap();
+    assert!(paged.contains(&format!("paged: {first}")), "{paged}");
+    assert!(
+        paged
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .all(|l| l.starts_with("paged: ")),
+        "{paged}"
+    );
+    // A pager quit before the end is no failure.
+    let quit = env
+        .shell(&format!(
+            "CTXFOLD_PAGER='head -n 1' script -qec '$BIN/ctxfold recall {MISSING}' /dev/null"
+        ))
+        .ok()
+        .stdout_text();
+    assert_eq!(quit.lines().count(), 1, "{quit}");
+    let unpaged = on_tty(&format!("--no-pager {MISSING}"));
+    assert!(
+        !unpaged.contains("paged: ") && unpaged.contains(first),
+        "{unpaged}"
+    );
 }

@@ -8,7 +8,7 @@ mod common;
 mod homes;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -293,6 +293,302 @@ fn a_remote_manifest_with_an_unsafe_session_id_is_refused_and_nothing_is_applied
         "{}",
         fsck.stdout_text()
     );
+}
+
+/// The own homes folded into the store, sources left where they are.
+fn folded_homes() -> (Env, Homes) {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    (env, homes)
+}
+
+#[test]
+fn a_unique_prefix_names_a_session_and_an_ambiguous_one_lists_its_matches() {
+    let (env, homes) = folded_homes();
+    let small = homes.get_codex(2);
+    assert!(small.id.starts_with("01a22ec3-2142"), "{}", small.id);
+    let out = env.path("out");
+    let to = format!("{}/", out.display());
+    let run = env
+        .run("ctxfold", ["restore", "01a22ec3-2142", "--to", &to])
+        .ok();
+    let target = out.join(small.rollout_path.file_name().unwrap());
+    assert_eq!(run.stdout_text().trim_end(), target.to_str().unwrap());
+    assert!(fs::read(&target).unwrap() == small.bytes);
+
+    // Three sessions start so: refused as bad usage, naming them, nothing written.
+    let run = env
+        .run("ctxfold", ["restore", "01a22ec3", "--to", &to])
+        .fails(2)
+        .one_line_error(
+            "session id prefix \"01a22ec3\" is ambiguous: it matches 3 sessions: 01a22ec3-",
+        );
+    for id in homes
+        .sessions
+        .iter()
+        .map(|s| &s.id)
+        .filter(|id| id.starts_with("01a22ec3"))
+    {
+        assert!(
+            run.stderr.contains(id.as_str()),
+            "{id} not listed: {}",
+            run.stderr
+        );
+    }
+    assert!(run.stdout.is_empty());
+    assert_eq!(fs::read_dir(&out).unwrap().count(), 1);
+    env.run("ctxfold", ["restore", "ffff"])
+        .fails(1)
+        .one_line_error("no folded session \"ffff\"");
+}
+
+#[test]
+fn a_session_in_place_already_is_a_quiet_success_and_other_bytes_are_refused() {
+    let (env, homes) = folded_homes();
+    let session = homes.get_codex(2);
+    let before = fs::metadata(&session.path).unwrap();
+    // The source is where restore puts it back: it is in place, and is not written.
+    for _ in 0..2 {
+        let run = env.run("ctxfold", ["restore", &session.id]).ok();
+        assert_eq!(run.stdout_text().trim_end(), session.path.to_str().unwrap());
+        assert_eq!(run.stderr, "");
+    }
+    let after = fs::metadata(&session.path).unwrap();
+    assert_eq!(
+        (before.ino(), before.mtime_nsec()),
+        (after.ino(), after.mtime_nsec())
+    );
+    // Other bytes of the same size there are refused; --overwrite replaces them.
+    let mut other = session.bytes.clone();
+    other[0] ^= 1;
+    fs::write(&session.path, &other).unwrap();
+    env.run("ctxfold", ["restore", &session.id])
+        .fails(3)
+        .one_line_error("exists and holds other bytes (use --overwrite");
+    assert!(fs::read(&session.path).unwrap() == other);
+    env.run("ctxfold", ["restore", &session.id, "--overwrite"])
+        .ok();
+    assert!(fs::read(&session.path).unwrap() == session.bytes);
+}
+
+#[test]
+fn to_dash_writes_the_session_to_stdout() {
+    let (env, homes) = folded_homes();
+    let session = homes.get_pi();
+    let run = env
+        .run("ctxfold", ["restore", &session.id, "--to", "-"])
+        .ok();
+    assert!(run.stdout == session.bytes);
+    assert_eq!(run.stderr, "");
+    assert!(!env.path("-").exists());
+    env.run("ctxfold", ["restore", "--all", "--to", "-"])
+        .fails(2)
+        .one_line_error("--to - writes one SESSION to stdout");
+}
+
+#[test]
+fn to_a_folder_puts_each_session_inside_under_its_own_name() {
+    let (env, homes) = folded_homes();
+    let session = homes.get_codex(3);
+    // A folder that exists, named without a slash.
+    let existing = env.path("existing");
+    fs::create_dir(&existing).unwrap();
+    env.run(
+        "ctxfold",
+        ["restore", &session.id, "--to", existing.to_str().unwrap()],
+    )
+    .ok();
+    let name = session.rollout_path.file_name().unwrap();
+    assert!(fs::read(existing.join(name)).unwrap() == session.bytes);
+    // One that does not, named with a slash: created (private).
+    let fresh = env.path("fresh/deeper");
+    let to = format!("{}/", fresh.display());
+    env.run("ctxfold", ["restore", &session.id, "--to", &to])
+        .ok();
+    assert!(fs::read(fresh.join(name)).unwrap() == session.bytes);
+    assert_eq!(fs::metadata(&fresh).unwrap().mode() & 0o777, 0o700);
+    // A file name takes one session only.
+    let file = env.path("one.jsonl");
+    let some = [homes.get_codex(2).id, session.id.clone()];
+    env.run(
+        "ctxfold",
+        [
+            "restore",
+            &some[0],
+            &some[1],
+            "--to",
+            file.to_str().unwrap(),
+        ],
+    )
+    .fails(2)
+    .one_line_error("--to FILE takes one SESSION");
+    assert!(!file.exists());
+}
+
+#[test]
+fn a_session_files_path_names_its_session_even_once_the_file_is_gone() {
+    let (env, homes) = folded_homes();
+    let session = homes.get_codex(3);
+    let path = session.path.to_str().unwrap();
+    // Still there: in place.
+    env.run("ctxfold", ["restore", path]).ok();
+    // Gone (as --remove-source leaves it): its name still names it, and it comes back.
+    fs::remove_file(&session.path).unwrap();
+    let run = env.run("ctxfold", ["restore", path]).ok();
+    assert_eq!(run.stdout_text().trim_end(), path);
+    assert!(fs::read(&session.path).unwrap() == session.bytes);
+    // A Pi session file names its session by its header, whatever its name.
+    let pi = homes.get_pi();
+    let renamed = env.path("renamed.jsonl");
+    fs::write(&renamed, &pi.bytes).unwrap();
+    let out = env.path("out/");
+    let run = env
+        .run(
+            "ctxfold",
+            [
+                "restore",
+                renamed.to_str().unwrap(),
+                "--to",
+                out.to_str().unwrap(),
+            ],
+        )
+        .ok();
+    assert!(run.stdout_text().contains(&pi.id), "{}", run.stdout_text());
+    // A file of no folded session, and a path to nothing, are negative answers.
+    let stranger = env.path("stranger.jsonl");
+    fs::write(&stranger, b"{}\n").unwrap();
+    env.run("ctxfold", ["restore", stranger.to_str().unwrap()])
+        .fails(1)
+        .one_line_error("holds session stranger, which is not folded");
+    env.run("ctxfold", ["restore", "./nothing/here.jsonl"])
+        .fails(1)
+        .one_line_error("No such file or directory");
+}
+
+#[test]
+fn several_sessions_and_all_restore_together_each_reported() {
+    let (env, homes) = folded_homes();
+    let out = env.path("all");
+    let to = format!("{}/", out.display());
+    let run = env.run("ctxfold", ["restore", "--all", "--to", &to]).ok();
+    assert_eq!(run.stdout_text().lines().count(), homes.sessions.len());
+    for session in &homes.sessions {
+        let restored = fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_str().unwrap().contains(&session.id))
+            .unwrap_or_else(|| panic!("{} not restored", session.id));
+        assert!(
+            fs::read(restored).unwrap() == session.bytes,
+            "{}",
+            session.id
+        );
+    }
+    assert!(
+        run.stderr
+            .contains(&format!("restored {} sessions", homes.sessions.len())),
+        "{}",
+        run.stderr
+    );
+    // Again: every one is in place.
+    let run = env
+        .run("ctxfold", ["restore", "--all", "--to", &to, "--json"])
+        .ok();
+    let lines = homes::json_lines(&run.stdout);
+    assert_eq!(lines.len(), homes.sessions.len() + 1);
+    for line in &lines[..homes.sessions.len()] {
+        assert_eq!(line["type"], "session");
+        assert_eq!(line["outcome"], "in_place");
+        assert!(line["error"].is_null());
+        assert!(
+            line["path"]
+                .as_str()
+                .unwrap()
+                .starts_with(out.to_str().unwrap())
+        );
+    }
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["sessions"], homes.sessions.len());
+    assert_eq!(summary["in_place"], homes.sessions.len());
+    assert_eq!(summary["restored"], 0);
+
+    // Several named, one of them not folded and one ambiguous: the rest restore, each failure is
+    // reported on its own, and the status is the worst.
+    let some = env.path("some");
+    let to = format!("{}/", some.display());
+    let (a, b) = (homes.get_codex(0), homes.get_pi());
+    let run = env
+        .run(
+            "ctxfold",
+            ["restore", &a.id, "nope", "01a22ec3", &b.id, "--to", &to],
+        )
+        .fails(2);
+    assert_eq!(
+        run.stdout_text().lines().count(),
+        2,
+        "{}",
+        run.stdout_text()
+    );
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("error:"))
+        .collect();
+    assert_eq!(errors.len(), 2, "{}", run.stderr);
+    assert!(errors[0].starts_with("ctxfold restore: error: restore nope: no folded session"));
+    assert!(errors[1].starts_with("ctxfold restore: error: restore 01a22ec3: session id prefix"));
+    assert!(
+        run.stderr.contains("restored 2 sessions, 2 failed"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fs::read_dir(&some).unwrap().count(), 2);
+    // A not-found alone among successes is status 1.
+    env.run("ctxfold", ["restore", &a.id, "nope", "--to", &to])
+        .fails(1);
+    env.run("ctxfold", ["restore", &a.id, &b.id, "--generation", "1"])
+        .fails(2)
+        .one_line_error("--generation takes one SESSION");
+}
+
+#[test]
+fn all_without_to_puts_each_session_back_in_its_own_place() {
+    let (env, homes) = folded_homes();
+    // Two sources removed (as --remove-source leaves them); the rest are where they were.
+    for session in [homes.get_codex(3), homes.get_pi()] {
+        fs::remove_file(&session.path).unwrap();
+    }
+    let missing = homes
+        .sessions
+        .iter()
+        .filter(|s| !s.rollout_path.exists())
+        .count();
+    assert!(missing >= 2);
+    let run = env.run("ctxfold", ["restore", "--all"]).ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "restored {missing} sessions, {} already in place",
+            homes.sessions.len() - missing
+        )),
+        "{}",
+        run.stderr
+    );
+    for session in &homes.sessions {
+        assert!(
+            fs::read(&session.rollout_path).unwrap() == session.bytes,
+            "{}",
+            session.id
+        );
+    }
+    // Nothing else was written: no temp file left in the homes.
+    let leftovers = Env::snapshot(&homes.codex)
+        .into_iter()
+        .chain(Env::snapshot(&homes.pi))
+        .filter(|(p, _)| p.to_str().unwrap().ends_with(".tmp"))
+        .count();
+    assert_eq!(leftovers, 0);
 }
 
 impl Homes {

@@ -244,7 +244,21 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     }
 
     let first = w.sync(&w.a);
-    assert!(first.ends_with("(pushed)\n"), "{first}");
+    // The first sync says what it pushed: every session of A, new there.
+    let folded = fs::read_dir(w.a.join("manifests"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "json")
+        })
+        .count();
+    assert!(
+        first.contains(&format!(": {folded} sessions new or changed there\n")),
+        "{first}"
+    );
     let second = w.sync(&w.b);
     assert!(second.contains("added a-only\n"), "{second}");
     assert!(
@@ -303,7 +317,8 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     // A's union of B's legacy file is a new object: B takes it, though it holds its lines.
     let fourth = w.sync(&w.b);
     assert!(
-        fourth.contains(": 1 objects, 0 sessions added, 0 extended, 0 conflicts, 0 seed lines"),
+        fourth
+            .contains(": pulled 1 object, 0 sessions added, 0 extended, 0 conflicts, 0 seed lines"),
         "{fourth}"
     );
     // Every object on both sides, each intact.
@@ -335,7 +350,9 @@ fn two_stores_converge_through_a_bare_remote_losing_nothing() {
     for store in [&w.b, &w.a] {
         let again = w.sync(store);
         assert!(
-            again.contains(": 0 objects, 0 sessions added, 0 extended, 0 conflicts, 0 seed lines"),
+            again.contains(
+                ": pulled 0 objects, 0 sessions added, 0 extended, 0 conflicts, 0 seed lines; at "
+            ) && again.ends_with(", nothing to push\n"),
             "{again}"
         );
     }
@@ -582,7 +599,10 @@ fn seed_indexes_travel_as_the_seed_catalog_and_settle() {
     let second = w.sync(&w.b);
     let lines = index.lines().count();
     assert!(
-        second.contains(&format!(" {lines} seed lines;")),
+        second.contains(&format!(
+            " {lines} seed line{};",
+            if lines == 1 { "" } else { "s" }
+        )),
         "{second}"
     );
     assert_eq!(w.env.stored_seed_index(&w.b, "a-only"), index);

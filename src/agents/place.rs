@@ -127,6 +127,32 @@ pub fn default_target(session: &Session, homes: &Homes) -> Result<PathBuf> {
     Ok(home.join(place.rel))
 }
 
+/// The agent that named `session`'s file (its rollout_path's last component), wherever it is: the
+/// one whose way of naming files names the session's id.
+pub fn named_by(session: &Session) -> Option<Agent> {
+    let name = session.rollout_path.rsplit('/').next()?;
+    let stem = name.strip_suffix(".zst").unwrap_or(name);
+    let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
+    Agent::ALL
+        .into_iter()
+        .find(|agent| agent.format().id_from_name(stem) == Some(session.id.as_str()))
+}
+
+/// When `session` started, as its agent's file name says (`2026-05-11T11:26:55`): Codex and Pi
+/// both name a session's file after the time it started (Codex in local time, Pi in UTC), and that
+/// is all a manifest records of it.
+pub fn started(session: &Session) -> Option<String> {
+    const STAMP: &str = "9999-99-99T99-99-99";
+    named_by(session)?;
+    let name = session.rollout_path.rsplit('/').next()?;
+    let at = (0..=name.len().checked_sub(STAMP.len())?).find(|&i| {
+        name.get(i..i + STAMP.len())
+            .is_some_and(|t| shaped(t, STAMP))
+    })?;
+    let (date, time) = name[at..at + STAMP.len()].split_once('T')?;
+    Some(format!("{date}T{}", time.replace('-', ":")))
+}
+
 /// Whether `text` has `shape`: `9` stands for an ASCII digit, `x` for a hex digit, anything else
 /// for itself.
 pub fn shaped(text: &str, shape: &str) -> bool {
@@ -216,6 +242,24 @@ mod tests {
                 .to_string(),
             r#"rollout_path "/etc/cron.d/evil" is not where Codex, Pi or Claude Code keeps this session"#
         );
+    }
+
+    #[test]
+    fn a_placed_session_started_when_its_file_name_says() {
+        let codex = session(
+            "019e1234-0000-7000-8000-000000000001",
+            "/h/.codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-019e1234-0000-7000-8000-000000000001.jsonl",
+        );
+        assert_eq!(started(&codex).as_deref(), Some("2026-05-11T11:26:55"));
+        let pi = session(
+            "01a22ec3-34e4-7265-bb6b-1383eb635647",
+            "/h/.pi/agent/sessions/--x--/2026-11-30T23-21-14-726Z_01a22ec3-34e4-7265-bb6b-1383eb635647.jsonl",
+        );
+        assert_eq!(started(&pi).as_deref(), Some("2026-11-30T23:21:14"));
+        assert_eq!(named_by(&pi), Some(Agent::Pi));
+        // A file folded by path says nothing of when it started, whatever its name.
+        let file = session("s", "/tmp/2026-11-30T23-21-14-s.jsonl");
+        assert_eq!(started(&file), None);
     }
 
     #[test]

@@ -1,4 +1,9 @@
-//! Numbers for people: byte sizes in binary units and ratios.
+//! Numbers, counts, durations and paths for people: byte sizes in binary units, ratios, `1 session`
+//! against `2 sessions`, `30m`, and paths under `$HOME` as `~/…`. JSON output keeps numbers and
+//! full paths as they are.
+
+use std::path::Path;
+use std::time::Duration;
 
 /// `1536` → `1.5 KiB`; below 1 KiB, plain bytes.
 pub fn bytes(n: u64) -> String {
@@ -29,8 +34,108 @@ pub fn generations(n: usize) -> String {
     }
 }
 
+/// `1 session`, `2 sessions`, `0 sessions`: every noun ctxfold counts takes an `s`.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+/// `path` as people read it: under `$HOME`, `~/…`, so that lines stay short; elsewhere as it is.
+/// Every path in human output goes through this; `--json` output keeps full paths.
+pub fn path(path: &Path) -> String {
+    tilde(path, super::env_path("HOME").as_deref())
+}
+
+fn tilde(path: &Path, home: Option<&Path>) -> String {
+    // A home of `/` would make every absolute path `~/…`: no shorter, only confusing.
+    let home = home.filter(|h| h.is_absolute() && h.parent().is_some());
+    match home.map(|home| path.strip_prefix(home)) {
+        Some(Ok(rest)) if rest.as_os_str().is_empty() => "~".into(),
+        Some(Ok(rest)) => format!("~/{}", rest.display()),
+        _ => path.display().to_string(),
+    }
+}
+
+/// A time of day `2026-05-11T11:26:55` as `2026-05-11 11:26`; an unknown one as `-`.
+pub fn minute(time: Option<&str>) -> String {
+    time.map_or("-".into(), |t| {
+        t.replacen('T', " ", 1).chars().take(16).collect()
+    })
+}
+
+/// A duration as people type one: `now`, or a whole number with `s`, `m`, `h`, `d` or `w` (`30m`,
+/// `2d`). The value parser of every option that takes an age.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    if text == "now" {
+        return Ok(Duration::ZERO);
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected `now` or a number with a unit, like 2h"))?;
+    let seconds = UNITS
+        .iter()
+        .find(|(name, _)| *name == unit)
+        .map(|(_, seconds)| *seconds)
+        .ok_or_else(|| format!("{text:?}: the unit must be s, m, h, d or w"))?;
+    Ok(Duration::from_secs(number.saturating_mul(seconds)))
+}
+
+/// A duration in the largest unit that divides it (`7d`, `90m`): how [`parse_duration`] reads it.
+pub fn duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match UNITS
+        .iter()
+        .rev()
+        .find(|(_, unit)| secs.is_multiple_of(*unit) && secs > 0)
+    {
+        Some((name, unit)) => format!("{}{name}", secs / unit),
+        None => format!("{secs}s"),
+    }
+}
+
+const UNITS: [(&str, u64); 5] = [
+    ("s", 1),
+    ("m", 60),
+    ("h", 3600),
+    ("d", 86_400),
+    ("w", 604_800),
+];
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_paths_and_durations_read_well() {
+        assert_eq!(count(1u64, "session"), "1 session");
+        assert_eq!(count(0u64, "session"), "0 sessions");
+        let home = Path::new("/home/a");
+        assert_eq!(
+            tilde(Path::new("/home/a/.codex/x"), Some(home)),
+            "~/.codex/x"
+        );
+        assert_eq!(tilde(Path::new("/home/a"), Some(home)), "~");
+        assert_eq!(tilde(Path::new("/home/ab/x"), Some(home)), "/home/ab/x");
+        assert_eq!(tilde(Path::new("/x"), Some(Path::new("/"))), "/x");
+        assert_eq!(tilde(Path::new("/x"), None), "/x");
+        assert_eq!(parse_duration("now"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2w"), Ok(Duration::from_secs(2 * 604_800)));
+        assert!(parse_duration("2 weeks").is_err() && parse_duration("h").is_err());
+        assert_eq!(duration(Duration::from_secs(7 * 86_400)), "1w");
+        assert_eq!(duration(Duration::from_secs(2 * 86_400)), "2d");
+        assert_eq!(duration(Duration::from_secs(5400)), "90m");
+        assert_eq!(duration(Duration::ZERO), "0s");
+        assert_eq!(minute(Some("2026-05-11T11:26:55")), "2026-05-11 11:26");
+        assert_eq!(minute(None), "-");
+    }
+
     #[test]
     fn sizes_read_well() {
         assert_eq!(super::bytes(0), "0 B");

@@ -114,6 +114,12 @@ impl<'a> Io<'a> {
         self.say("warning: ", text);
     }
 
+    /// `<program>: error: <text>` on stderr: one item of a run that goes on failed (a session of
+    /// several restored). The run's exit status says so; an error that ends the run is returned.
+    pub fn error(&mut self, text: impl std::fmt::Display) {
+        self.say("error: ", text);
+    }
+
     /// `<program>: <text>` on stderr, only under `--verbose`.
     pub fn detail(&mut self, text: impl std::fmt::Display) {
         if self.verbosity >= Verbosity::Verbose {
@@ -380,4 +386,18 @@ pub fn exit_for(program: &str, result: Result<Status>) -> ExitCode {
 /// Write a line of data to `out` (stdout), mapping failures (a full disk) to errors.
 pub fn emit(out: &mut dyn Write, line: impl std::fmt::Display) -> Result<()> {
     writeln!(out, "{line}").map_err(crate::error::stdout_failed)
+}
+
+/// One line of a report: `human` for people, or under `--json` its `record` (a JSON Lines object
+/// tagged `{"type": …}`).
+pub fn emit_either(
+    out: &mut dyn Write,
+    json: bool,
+    human: impl std::fmt::Display,
+    record: serde_json::Value,
+) -> Result<()> {
+    match json {
+        true => emit(out, record),
+        false => emit(out, human),
+    }
 }

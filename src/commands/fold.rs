@@ -1,12 +1,12 @@
 //! `ctxfold fold`: the sessions on this machine (or the paths named) folded into the store.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::agents::Homes;
-use crate::cli::human::bytes;
+use crate::cli::human::{bytes, count, path};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::{AgentArgs, LevelArgs, SettingsArgs, report_discovery};
 use crate::error::Result;
@@ -33,7 +33,10 @@ use crate::store::writer::WriteStats;
 /// .jsonl beside it; a plain .jsonl wins over its .zst sibling.
 ///
 /// A dry run reports, per session and in total, the bytes folding would store new, the bytes that
-/// dedupe against the store, and the estimated stored (compressed) size; it writes nothing.
+/// dedupe against the store, and the estimated stored (compressed) size; it writes nothing. A part
+/// that several sessions of one run share is new in the one that reaches it first and deduped in
+/// the others: the totals are exact, but which session a shared part is counted in may differ
+/// between a dry run and --apply.
 /// --apply commits: every object is stored and synced, a reconstruction from the store is checked
 /// against the source's sha256 and size, and only then is the manifest written.
 ///
@@ -62,10 +65,13 @@ use crate::store::writer::WriteStats;
 /// removes it.
 ///
 /// --remove-source removes a source only after its manifest is committed and a reconstruction from
-/// the store verified, and only an archived one unless --allow-active is given too. A source that
-/// another fold removed meanwhile, its session safe in the store, is reported up to date. What an
-/// agent keeps beside a session file stays, and its line says so (Claude Code's
-/// <project>/<session id>/ folder: the whole output of large tool results, subagents' metadata).
+/// the store verified, and only an archived one unless --allow-active is given too, or --older-than
+/// AGE: a session whose file has not changed (its mtime) for AGE counts as inactive, whatever its
+/// folder (Pi keeps no archive, so this is how Pi sessions are let go). The sources kept as active
+/// are counted in one note at the end. A source that another fold removed meanwhile, its session
+/// safe in the store, is reported up to date. What an agent keeps beside a session file stays, and
+/// its line says so (Claude Code's <project>/<session id>/ folder: the whole output of large tool
+/// results, subagents' metadata).
 ///
 /// Sessions are folded in parallel, one per core. Under --apply each agent's session folded is
 /// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its
@@ -99,8 +105,12 @@ pub struct FoldArgs {
     #[arg(long)]
     pub remove_source: bool,
     /// With --remove-source, remove active (not archived) sources too
-    #[arg(long, requires = "remove_source")]
+    #[arg(long, requires = "remove_source", conflicts_with = "older_than")]
     pub allow_active: bool,
+    /// With --remove-source, count a session unchanged for AGE as inactive: `now`, or a number
+    /// with s, m, h, d or w (`30m`, `2d`)
+    #[arg(long, value_name = "AGE", requires = "remove_source", value_parser = crate::cli::human::parse_duration)]
+    pub older_than: Option<std::time::Duration>,
     /// Do not extract the seed index of the folded sessions
     #[arg(long)]
     pub no_seeds: bool,
@@ -132,7 +142,10 @@ struct Totals {
     failed: u64,
     /// Not started: the run was interrupted first.
     not_started: u64,
+    /// Sources removed (or, in a dry run, to remove).
     removed: u64,
+    /// Sources `--remove-source` kept because their sessions are active.
+    kept_active: u64,
     source_bytes: u64,
     #[serde(flatten)]
     stats: WriteStats,
@@ -175,6 +188,7 @@ impl Command for FoldArgs {
             overwrite: self.overwrite,
             remove_source: self.remove_source,
             allow_active: self.allow_active,
+            inactive_after: self.older_than,
             settings,
             level: self.level.level,
             dictionary,
@@ -218,7 +232,7 @@ impl Command for FoldArgs {
         progress.finish_and_clear();
         printed?;
         if interrupt.requested() {
-            totals.emit(io.out, self.json)?;
+            totals.emit(io.out, &self)?;
             io.warn(format_args!(
                 "interrupted: {} sessions were not started; what was folded stands (fold again to finish)",
                 totals.not_started
@@ -244,18 +258,18 @@ impl Command for FoldArgs {
                             format!(
                                 "seed index       {}  {verb} from {}",
                                 index.session_id,
-                                index.path.display()
+                                path(&index.path)
                             ),
                         )?;
                     }
                 }
                 Err(e) => {
                     status = status.worst(e.status());
-                    io.warn(format_args!("{}: {e}", index.path.display()));
+                    io.warn(format_args!("{}: {e}", path(&index.path)));
                 }
             }
         }
-        totals.emit(io.out, self.json)?;
+        totals.emit(io.out, &self)?;
         if !self.json {
             if totals.needs_overwrite > 0 {
                 io.note(format_args!(
@@ -265,10 +279,17 @@ impl Command for FoldArgs {
                     totals.needs_overwrite
                 ));
             }
+            if totals.kept_active > 0 {
+                io.note(format_args!(
+                    "kept the sources of {}: --remove-source removes an active session's source \
+                     with --allow-active, or once it is unchanged for AGE with --older-than AGE.",
+                    count(totals.kept_active, "active session")
+                ));
+            }
             if !self.apply {
                 io.note(format_args!(
                     "dry run: nothing was written. Add --apply to fold into {}.",
-                    store.root().display()
+                    path(store.root())
                 ));
             }
         }
@@ -329,27 +350,30 @@ impl Totals {
             Action::Failed => self.failed += 1,
         }
         self.sessions += 1;
-        if report.source == Removal::Removed {
-            self.removed += 1;
+        match report.source {
+            Removal::Removed | Removal::WouldRemove => self.removed += 1,
+            Removal::KeptActive => self.kept_active += 1,
+            Removal::Kept | Removal::Gone => {}
         }
         self.source_bytes += report.source_bytes;
         self.stats += report.stats;
     }
 
     /// The totals on stdout: a line for people, or `{"total": …}`.
-    fn emit(&self, out: &mut dyn Write, json: bool) -> Result<()> {
-        match json {
+    fn emit(&self, out: &mut dyn Write, args: &FoldArgs) -> Result<()> {
+        match args.json {
             true => emit(out, serde_json::json!({ "total": self })),
-            false => emit(out, self.line()),
+            false => emit(out, self.line(args.apply)),
         }
     }
 
-    fn line(&self) -> String {
+    fn line(&self, apply: bool) -> String {
         let mut line = format!(
-            "total: {} sessions: {} to fold ({} new, {} grown, {} changed), {} up to date, \
+            "total: {}: {} {} ({} new, {} grown, {} changed), {} up to date, \
              {} changed need --overwrite, {} unsettled, {} failed",
-            self.sessions,
+            count(self.sessions, "session"),
             self.fold,
+            if apply { "folded" } else { "to fold" },
             self.new,
             self.grown,
             self.changed,
@@ -361,9 +385,12 @@ impl Totals {
         if self.not_started > 0 {
             line.push_str(&format!(", {} not started", self.not_started));
         }
+        let removed = match apply {
+            true => format!("{} removed", count(self.removed, "source")),
+            false => format!("{} to remove", count(self.removed, "source")),
+        };
         line.push_str(&format!(
-            "; {} sources removed; source {}, new {} stored as {}, deduped {}",
-            self.removed,
+            "; {removed}; source {}, new {} stored as {}, deduped {}",
             bytes(self.source_bytes),
             bytes(self.stats.new_raw_bytes),
             bytes(self.stats.new_stored_bytes),
@@ -415,7 +442,7 @@ fn human_line(report: &Report, apply: bool) -> String {
     if let Some(note) = &report.note {
         line.push_str(&format!("; {note}"));
     }
-    line.push_str(&format!("  {}", report.path));
+    line.push_str(&format!("  {}", path(Path::new(&report.path))));
     line
 }
 
@@ -425,7 +452,7 @@ fn nothing_found(io: &mut Io<'_>, discovery: &Discovery, store: &Store) {
     for (dir, exists) in &discovery.looked_in {
         text.push_str(&format!(
             "  {}{}\n",
-            dir.display(),
+            path(dir),
             if *exists { "" } else { " (missing)" }
         ));
     }
@@ -435,8 +462,9 @@ fn nothing_found(io: &mut Io<'_>, discovery: &Discovery, store: &Store) {
     );
     let held = store.manifest_files().map(|m| m.len()).unwrap_or(0);
     text.push_str(&format!(
-        "The store at {} holds {held} folded sessions",
-        store.root().display()
+        "The store at {} holds {}",
+        path(store.root()),
+        count(held as u64, "folded session")
     ));
     text.push_str(if held > 0 {
         " ('ctxfold ls' lists them)."

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use crate::agents::Homes;
 use crate::agents::place::unplaced_manifests;
-use crate::cli::human::bytes;
-use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
+use crate::cli::human::{self, bytes};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit, emit_either};
 use crate::error::Result;
 use crate::store::fsck::check;
 use crate::store::restore_temp::leftovers_under;
@@ -29,12 +29,24 @@ use crate::store::restore_temp::leftovers_under;
 /// It also looks in the agents' session folders (as fold finds them) for the temp files killed
 /// restores left beside their targets, and lists each: `leftover restore temp file PATH (SIZE)`.
 /// They are not the store's and no fault: the next restore of the same target removes them.
+///
+/// The last line sums up. --json prints JSON Lines instead, every finding listed (unreferenced
+/// objects too): `{"type":"bad_manifest","path":…,"why":…}`,
+/// `{"type":"missing_object","sha256":HEX,"manifest":PATH}`, `{"type":"corrupt_object","sha256":HEX,"why":…}`,
+/// `{"type":"bad_pack","what":…,"sessions":[ID…]}`, `{"type":"stray_file","path":…}`,
+/// `{"type":"bad_reconstruction","path":…,"why":…}`, `{"type":"unreferenced_object","sha256":HEX}`,
+/// `{"type":"unplaced_manifest","path":…,"session":ID,"why":…}`,
+/// `{"type":"leftover_restore_temp","path":…,"bytes":N}`, then
+/// `{"type":"summary","problems":N,"unreferenced_objects":N,"unplaced_manifests":N,"leftover_restore_temps":N,"full":BOOL}`.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fsck", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct FsckArgs {
     /// Also decompress and re-hash every object and reconstruct every manifest
     #[arg(long)]
     pub full: bool,
+    /// JSON Lines: one object per finding, then a summary
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub talk: TalkArgs,
     #[command(flatten)]
@@ -47,7 +59,8 @@ impl Command for FsckArgs {
         let (mut faults, mut notes) = (0u64, 0u64);
         // Unreferenced objects are normal after an interrupted fold: one summary line, the list
         // with --verbose.
-        let list_notes = io.verbosity() == Verbosity::Verbose;
+        let list_notes = self.json || io.verbosity() == Verbosity::Verbose;
+        let json = self.json;
         let out = &mut *io.out;
         check(&store, self.full, &mut |finding| {
             if finding.is_fault() {
@@ -58,29 +71,41 @@ impl Command for FsckArgs {
                     return Ok(());
                 }
             }
-            emit(out, &finding)
+            match json {
+                true => emit(out, serde_json::to_string(&finding).expect("serializes")),
+                false => emit(out, &finding),
+            }
         })?;
         let unplaced = unplaced_manifests(&store)?;
         for manifest in &unplaced {
-            emit(
+            emit_either(
                 io.out,
+                json,
                 format_args!(
                     "unplaced manifest {}: {}; restore {} needs --to",
                     manifest.path.display(),
                     manifest.unplaced,
                     manifest.session
                 ),
+                serde_json::json!({
+                    "type": "unplaced_manifest",
+                    "path": manifest.path,
+                    "session": manifest.session,
+                    "why": manifest.unplaced.to_string(),
+                }),
             )?;
         }
         let leftovers = restore_leftovers();
         for (path, size) in &leftovers {
-            emit(
+            emit_either(
                 io.out,
+                json,
                 format_args!(
                     "leftover restore temp file {} ({}; the next restore of its session removes it)",
-                    path.display(),
+                    human::path(path),
                     bytes(*size)
                 ),
+                serde_json::json!({"type": "leftover_restore_temp", "path": path, "bytes": size}),
             )?;
         }
         let depth = if self.full {
@@ -88,8 +113,9 @@ impl Command for FsckArgs {
         } else {
             "objects present (--full re-hashes them)"
         };
-        emit(
+        emit_either(
             io.out,
+            json,
             format_args!(
                 "{faults} problems, {notes} unreferenced objects (gc removes them{}), {} unplaced manifests{}; {depth}",
                 if list_notes { "" } else { ", -v lists them" },
@@ -99,6 +125,14 @@ impl Command for FsckArgs {
                     n => format!(", {n} leftover restore temp files"),
                 }
             ),
+            serde_json::json!({
+                "type": "summary",
+                "problems": faults,
+                "unreferenced_objects": notes,
+                "unplaced_manifests": unplaced.len(),
+                "leftover_restore_temps": leftovers.len(),
+                "full": self.full,
+            }),
         )?;
         Ok(if faults == 0 {
             Status::Success

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use crate::cli::human::bytes;
-use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::cli::human::{bytes, count, path};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit_either};
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
@@ -45,6 +45,14 @@ use crate::store::lock::Mode;
 /// and then the objects only they referenced. Nothing else ever removes a generation of a session
 /// that changed other than by an append: it may hold the only copy of those bytes (`ctxfold
 /// restore ID@N --to FILE` saves one first).
+///
+/// Prints what it removed (or would remove), one per line, then a summary. --json prints JSON
+/// Lines instead, `action` being `removed` or `would_remove`:
+/// `{"type":"generation","action":…,"session":ID,"generation":N,"kept_at":TIME|null,"reason":"grown"|"changed"|null,"path":PATH}`,
+/// `{"type":"object","action":…,"sha256":HEX,"bytes":N|null}` (null: packed),
+/// `{"type":"temp_file","action":…,"path":PATH}`, then
+/// `{"type":"summary","applied":BOOL,"objects":N,"temp_files":N,"generations":N,"referenced_objects":N,"young_objects_kept":N,"packs_rewritten":N,"loose_objects_packed":N,"pack":{"name":…,"objects":N,"bytes":N}|null}`
+/// (`pack`: the pack written, under --apply).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-gc", version, after_long_help = crate::cli::EXIT_STATUS)]
 #[command(arg = crate::cli::dry_run())]
@@ -54,11 +62,14 @@ pub struct GcArgs {
     pub apply: bool,
     /// Keep unreferenced objects and temp files younger than this: `now`, or a number with s, m, h,
     /// d or w (`30m`, `2d`)
-    #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_age)]
+    #[arg(long, value_name = "AGE", default_value = "1h", value_parser = crate::cli::human::parse_duration)]
     pub prune: Duration,
     /// Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly
     #[arg(long)]
     pub aggressive: bool,
+    /// JSON Lines: one object per thing removed, then a summary
+    #[arg(long)]
+    pub json: bool,
     /// Remove every session's generations (earlier versions kept by fold) too
     #[arg(long)]
     pub prune_generations: bool,
@@ -66,29 +77,6 @@ pub struct GcArgs {
     pub talk: TalkArgs,
     #[command(flatten)]
     pub store: StoreArgs,
-}
-
-/// `now` or `<n><unit>` with unit s, m, h, d, w.
-fn parse_age(text: &str) -> std::result::Result<Duration, String> {
-    if text == "now" {
-        return Ok(Duration::ZERO);
-    }
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: expected `now` or a number with a unit, like 2h"))?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => return Err(format!("{text:?}: the unit must be s, m, h, d or w")),
-    };
-    Ok(Duration::from_secs(number.saturating_mul(seconds)))
 }
 
 impl Command for GcArgs {
@@ -133,31 +121,70 @@ impl Command for GcArgs {
         } else {
             ("would remove", None)
         };
+        let say = Say {
+            json: self.json,
+            verb,
+        };
         for (id, generation) in &dropping {
-            emit(
-                io.out,
+            say.line(
+                io,
                 format_args!(
                     "{verb} generation {id}@{} ({})",
                     generation.number,
                     generation.describe()
                 ),
+                serde_json::json!({
+                    "type": "generation",
+                    "session": id,
+                    "generation": generation.number,
+                    "kept_at": generation.kept.as_ref().map(|(at, _)| at),
+                    "reason": generation.kept.as_ref().map(|(_, reason)| reason),
+                    "path": generation.path,
+                }),
             )?;
         }
         if !legacy.is_empty() {
             let verb = if self.apply { "moved" } else { "would move" };
-            emit(
+            emit_either(
                 io.out,
+                self.json,
                 format_args!(
-                    "{verb} the seed indexes of {} sessions from context-fold/ into the seed catalog",
-                    legacy.len()
+                    "{verb} the seed indexes of {} from context-fold/ into the seed catalog",
+                    count(legacy.len() as u64, "session")
                 ),
+                serde_json::json!({
+                    "type": "seed_indexes",
+                    "action": verb.replace(' ', "_"),
+                    "sessions": legacy,
+                }),
             )?;
         }
-        report(io, &plan, done.as_ref(), verb, dropping.len())?;
+        report(io, &plan, done.as_ref(), &say, dropping.len())?;
         if !self.apply {
             io.note("dry run: add --apply to remove and repack.");
         }
         Ok(Status::Success)
+    }
+}
+
+/// How the report is written: for people, or as JSON Lines; `verb` says whether it was done.
+struct Say {
+    json: bool,
+    verb: &'static str,
+}
+
+impl Say {
+    /// One line: `human`, or `record` with its `action`.
+    fn line(
+        &self,
+        io: &mut Io<'_>,
+        human: impl std::fmt::Display,
+        mut record: serde_json::Value,
+    ) -> Result<()> {
+        if record["type"] != "summary" {
+            record["action"] = self.verb.replace(' ', "_").into();
+        }
+        emit_either(io.out, self.json, human, record)
     }
 }
 
@@ -167,9 +194,10 @@ fn report(
     io: &mut Io<'_>,
     plan: &gc::Plan,
     done: Option<&Repacked>,
-    verb: &str,
+    say: &Say,
     generations: usize,
 ) -> Result<()> {
+    let verb = say.verb;
     let sizes: HashMap<Digest, u64> = plan.dead_loose.iter().copied().collect();
     let dropped: Vec<Digest> = match done {
         Some(done) => done.dropped.iter().map(|(d, _)| *d).collect(),
@@ -181,16 +209,22 @@ fn report(
             .collect(),
     };
     for digest in &dropped {
-        match sizes.get(digest) {
-            Some(size) => emit(
-                io.out,
-                format_args!("{verb} object {digest} ({})", bytes(*size)),
-            )?,
-            None => emit(io.out, format_args!("{verb} object {digest} (packed)"))?,
-        }
+        let size = sizes.get(digest);
+        say.line(
+            io,
+            format_args!(
+                "{verb} object {digest} ({})",
+                size.map_or("packed".into(), |size| bytes(*size))
+            ),
+            serde_json::json!({"type": "object", "sha256": digest, "bytes": size}),
+        )?;
     }
     for temp in &plan.temps {
-        emit(io.out, format_args!("{verb} temp file {}", temp.display()))?;
+        say.line(
+            io,
+            format_args!("{verb} temp file {}", path(temp)),
+            serde_json::json!({"type": "temp_file", "path": temp}),
+        )?;
     }
     let repacked = match done {
         Some(done) => match &done.pack {
@@ -214,27 +248,32 @@ fn report(
             plan.loose_to_pack
         ),
     };
-    emit(
-        io.out,
+    let pack = done.and_then(|done| done.pack.as_ref());
+    say.line(
+        io,
         format_args!(
-            "{} unreferenced objects {verb}, {} temp files, {generations} generations; {repacked}; {} objects referenced; {} unreferenced objects younger than --prune kept",
-            dropped.len(),
-            plan.temps.len(),
-            plan.referenced,
-            plan.young,
+            "{} {verb}, {}, {}; {repacked}; {} referenced; {} younger than --prune kept",
+            count(dropped.len() as u64, "unreferenced object"),
+            count(plan.temps.len() as u64, "temp file"),
+            count(generations as u64, "generation"),
+            count(plan.referenced, "object"),
+            count(plan.young, "unreferenced object"),
         ),
+        serde_json::json!({
+            "type": "summary",
+            "applied": done.is_some(),
+            "objects": dropped.len(),
+            "temp_files": plan.temps.len(),
+            "generations": generations,
+            "referenced_objects": plan.referenced,
+            "young_objects_kept": plan.young,
+            "packs_rewritten": done.map_or(plan.rewrite.len(), |d| d.removed_packs.len()),
+            "loose_objects_packed": done.map_or(plan.loose_to_pack, |d| d.packed_loose),
+            "pack": pack.map(|p| serde_json::json!({
+                "name": p.name,
+                "objects": p.objects,
+                "bytes": p.pack_bytes + p.index_bytes,
+            })),
+        }),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages_parse_as_git_spells_them() {
-        assert_eq!(parse_age("now"), Ok(Duration::ZERO));
-        assert_eq!(parse_age("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_age("2w"), Ok(Duration::from_secs(2 * 604_800)));
-        assert!(parse_age("2 weeks").is_err() && parse_age("h").is_err());
-    }
 }

@@ -4,17 +4,24 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::cli::human::bytes;
+use crate::agents::Agent;
+use crate::agents::place::{named_by, started};
+use crate::cli::human::{bytes, minute, path as path_for_people};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::AgentArgs;
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::generations::{self, Generation, Reason};
 
-/// List the folded sessions: id, title, archived, source bytes, stored bytes
+/// List the folded sessions: id, start, agent, state, source and stored bytes, cwd, title
 ///
 /// One line per manifest in manifests/, then the conflicts sync kept in manifests/conflicts/
-/// (a remote manifest that disagreed with the local one), marked as such. Stored bytes are the
+/// (a remote manifest that disagreed with the local one), marked as such, under a header line. A
+/// session's start is the time its agent named its file after (Codex: local time, Pi: UTC; `-` for
+/// a file folded by path); its agent is codex or pi when its file is named as that agent names its
+/// files, else file (a file folded by path); its state is active,
+/// archived or conflict; its cwd is where the agent ran, `~` for $HOME and cut to its last 24
+/// characters (--json gives it whole, and omits what is not known). Stored bytes are the
 /// compressed size of the session's distinct objects, however many other sessions share them. A
 /// session with earlier versions kept (generations: see ctxfold fold) says how many; --generations
 /// lists each under its session, as `ID@N` (1 is the newest) with when and why it was kept, which
@@ -42,6 +49,13 @@ struct Entry<'a> {
     id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     title: Option<&'a str>,
+    /// `2026-05-11T11:26:55`, from the agent's file name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    started: Option<String>,
+    /// `codex`, `pi`, or `file` (folded by path).
+    agent: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<&'a str>,
     archived: bool,
     source_bytes: u64,
     stored_bytes: u64,
@@ -68,6 +82,15 @@ impl Command for LsArgs {
         let store = self.store.open()?;
         let conflicts = store.manifests_dir().join("conflicts");
         let mut bad = 0;
+        if !self.json {
+            emit(
+                io.out,
+                format_args!(
+                    "{:<36}  {:<16}  {:<5}  {:<8}  {:>10}  {:>10}  {:<CWD$}  TITLE",
+                    "ID", "STARTED", "AGENT", "STATE", "SOURCE", "STORED", "CWD"
+                ),
+            )?;
+        }
         for path in store.manifest_files()? {
             let conflict = path.parent() == Some(conflicts.as_path());
             if !conflict && path.parent() != Some(store.manifests_dir().as_path()) {
@@ -98,6 +121,9 @@ impl Command for LsArgs {
             let entry = Entry {
                 id: &manifest.session.id,
                 title: manifest.session.title.as_deref(),
+                started: started(&manifest.session),
+                agent: named_by(&manifest.session).map_or("file", Agent::id),
+                cwd: manifest.session.cwd.as_deref(),
                 archived: manifest.session.archived,
                 source_bytes: manifest.source.bytes,
                 stored_bytes,
@@ -119,11 +145,16 @@ impl Command for LsArgs {
                     "active"
                 };
                 let marker = crate::cli::human::generations(kept.len());
+                let started = minute(entry.started.as_deref());
+                let cwd = entry
+                    .cwd
+                    .map_or("-".into(), |cwd| tail(&path_for_people(cwd.as_ref())));
                 emit(
                     io.out,
                     format_args!(
-                        "{:<36}  {state:<8}  {:>10}  {:>10}  {}{marker}",
+                        "{:<36}  {started:<16}  {:<5}  {state:<8}  {:>10}  {:>10}  {cwd:<CWD$}  {}{marker}",
                         entry.id,
+                        entry.agent,
                         bytes(entry.source_bytes),
                         bytes(entry.stored_bytes),
                         entry.title.unwrap_or("")
@@ -141,6 +172,21 @@ impl Command for LsArgs {
         } else {
             Status::Corrupt
         })
+    }
+}
+
+/// The width of the cwd column.
+const CWD: usize = 24;
+
+/// `text` cut to its last [`CWD`] characters, `…` marking the cut: a project's folder is its last
+/// components.
+fn tail(text: &str) -> String {
+    let n = text.chars().count();
+    match n > CWD {
+        true => std::iter::once('…')
+            .chain(text.chars().skip(n - CWD + 1))
+            .collect(),
+        false => text.to_string(),
     }
 }
 

@@ -1,13 +1,15 @@
 //! `ctxfold stats`: what the store holds and what it costs.
 
-use crate::cli::human::bytes;
+use crate::cli::human::{bytes, count};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
-use crate::store::usage::measure;
+use crate::store::usage::{Usage, measure};
 
-/// Show what the store holds: logical, unique raw, stored and disk bytes, objects, ratios
+/// Show what the store holds: the bytes folded, on disk and saved, then objects and ratios
 ///
-/// logical bytes: the folded sessions as they were (every manifest's source size). unique raw
+/// It leads with what folding gives: the sessions' bytes folded (as they were), the bytes the
+/// store takes on disk now, and what that saves (the difference, and its share of the bytes
+/// folded). Then the details. logical bytes: the folded sessions as they were (every manifest's source size). unique raw
 /// bytes: the distinct objects they name, after dedupe. stored bytes: the object files, after
 /// zstd. disk bytes: the blocks actually allocated for the whole store (st_blocks × 512, which
 /// small files round up). Objects are counted by the kind of part that first names them (field or
@@ -39,6 +41,7 @@ impl Command for StatsArgs {
                 serde_json::to_string(&usage).expect("usage serializes"),
             )?;
         } else {
+            emit(io.out, lead(&usage, store.session_ids()?.len() as u64))?;
             let text = format!(
                 "manifests          {}\n\
                  logical bytes      {} ({})\n\
@@ -80,4 +83,34 @@ impl Command for StatsArgs {
             Status::Corrupt
         })
     }
+}
+
+/// The three lines a user asks about first: folded, on disk, saved.
+fn lead(usage: &Usage, sessions: u64) -> String {
+    let mut folded = format!(
+        "{}: {}",
+        bytes(usage.logical_bytes),
+        count(sessions, "session")
+    );
+    if usage.manifests > sessions {
+        let others = usage.manifests - sessions;
+        folded.push_str(&format!(" and {others} earlier or conflicting versions"));
+    }
+    let saved = match usage.saved_bytes {
+        saved if saved >= 0 => format!(
+            "{} ({:.0}% of the bytes folded)",
+            bytes(saved as u64),
+            100.0 * saved as f64 / usage.logical_bytes.max(1) as f64
+        ),
+        more => format!(
+            "nothing yet: the store takes {} more than the sessions",
+            bytes(more.unsigned_abs())
+        ),
+    };
+    format!(
+        "folded             {folded}\n\
+         on disk now        {}\n\
+         saved              {saved}\n",
+        bytes(usage.disk_bytes),
+    )
 }

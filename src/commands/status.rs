@@ -72,7 +72,10 @@ impl Command for StatusArgs {
                 Ok(r) => r,
                 Err(e) => {
                     status = status.worst(e.status());
-                    io.warn(format_args!("{}: {e}", found.path.display()));
+                    io.warn(format_args!(
+                        "{}: {e}",
+                        crate::cli::human::path(&found.path)
+                    ));
                     continue;
                 }
             };
@@ -98,7 +101,11 @@ impl Command for StatusArgs {
                 let generations = crate::cli::human::generations(line.generations);
                 emit(
                     io.out,
-                    format_args!("{state:<11} {}  {}{generations}", line.id, line.path),
+                    format_args!(
+                        "{state:<11} {}  {}{generations}",
+                        line.id,
+                        crate::cli::human::path(&found.path)
+                    ),
                 )?;
             }
         }

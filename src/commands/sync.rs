@@ -1,5 +1,6 @@
 //! `ctxfold sync` and `ctxfold clone`: the store merged with a git remote's, both ways.
 
+use crate::cli::human::count;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::mirror::GitArgs;
 use crate::error::{Error, Result};
@@ -146,24 +147,24 @@ fn report(io: &mut Io<'_>, outcome: &Outcome, json: bool) -> Result<Status> {
             ),
         )?;
     }
-    let commit = outcome
-        .commit
-        .map_or_else(|| "nothing".to_string(), |c| c.to_string());
-    let pushed = if outcome.pushed {
-        "pushed"
-    } else {
-        "nothing to push"
+    let pushed = match outcome.commit {
+        Some(commit) if outcome.pushed => format!(
+            "pushed {commit}: {} new or changed there",
+            count(outcome.sessions_pushed, "session")
+        ),
+        Some(commit) => format!("at {commit}, nothing to push"),
+        None => "both sides empty, nothing to push".into(),
     };
     emit(
         io.out,
         format_args!(
-            "{}: {} objects, {} sessions added, {} extended, {} conflicts, {} seed lines; {commit} ({pushed})",
+            "{}: pulled {}, {} added, {} extended, {}, {}; {pushed}",
             outcome.remote,
-            merged.objects_added,
-            merged.sessions_added.len(),
+            count(merged.objects_added, "object"),
+            count(merged.sessions_added.len() as u64, "session"),
             merged.sessions_extended.len(),
-            merged.conflicts.len(),
-            merged.seed_lines_added
+            count(merged.conflicts.len() as u64, "conflict"),
+            count(merged.seed_lines_added, "seed line"),
         ),
     )?;
     Ok(Status::Success)

@@ -1,7 +1,7 @@
 //! Folding found sessions into the store, with every rule of fold-v1's "Mutation Safety": a dry
 //! run unless applied, nothing committed when the source changed while it was read, and a source
 //! removed only after its manifest is committed and a reconstruction from the store verified (an
-//! active one only with `allow_active`).
+//! active one only with `allow_active`, or once unchanged for `inactive_after`).
 //!
 //! A session folded before is compared with its manifest first (see `compare`): up to date, grown
 //! by an append (folded again, the normal path), or changed some other way (refused unless
@@ -45,6 +45,8 @@ pub struct Options {
     pub overwrite: bool,
     pub remove_source: bool,
     pub allow_active: bool,
+    /// A source unchanged for this long counts as inactive: `--remove-source` may remove it.
+    pub inactive_after: Option<std::time::Duration>,
     pub settings: Settings,
     pub level: i32,
     /// The store's current zstd dictionary, which `settings.dictionary` names.
@@ -74,7 +76,8 @@ pub enum Removal {
     Kept,
     Removed,
     WouldRemove,
-    /// Not archived, and `--allow-active` was not given.
+    /// Active (not archived, and changed within `--older-than`), and `--allow-active` was not
+    /// given.
     KeptActive,
     /// Gone before this run could remove it: another fold removed it (it is in the store).
     Gone,

@@ -420,12 +420,6 @@ fn finish(
     }
     if let Some(manifest) = committed.as_ref().or(prepared.current.as_ref()) {
         match remove_source(store, found, manifest, &prepared, options) {
-            Ok(Removal::KeptActive) => {
-                let report = &mut prepared.report;
-                report.source = Removal::KeptActive;
-                report.note =
-                    Some("kept: an active session is removed only with --allow-active".into());
-            }
             Ok(removal) => {
                 let report = &mut prepared.report;
                 report.source = removal;
@@ -437,7 +431,7 @@ fn finish(
                 if let (Removal::Removed, Some(dir)) = (removal, companion) {
                     report.note = Some(format!(
                         "left {}: the agent's files for this session beside it are not folded",
-                        dir.display()
+                        crate::cli::human::path(&dir)
                     ));
                 }
             }
@@ -455,7 +449,7 @@ fn finish(
 fn dry_run_removal(mut prepared: Prepared, found: &Found, options: &Options) -> Report {
     let report = &mut prepared.report;
     if options.remove_source && matches!(report.action, Action::Fold | Action::UpToDate) {
-        report.source = match removable(found, options) {
+        report.source = match removable(found, prepared.stamp.as_ref(), options) {
             true => Removal::WouldRemove,
             false => Removal::KeptActive,
         };
@@ -464,9 +458,13 @@ fn dry_run_removal(mut prepared: Prepared, found: &Found, options: &Options) -> 
 }
 
 /// Whether `--remove-source` may remove this source at all: an active one only with
-/// `--allow-active`.
-fn removable(found: &Found, options: &Options) -> bool {
-    found.session.archived || options.allow_active
+/// `--allow-active`, or once it is unchanged for `--older-than` (`stamp`: before it was read).
+fn removable(found: &Found, stamp: Option<&super::stamp::Stamp>, options: &Options) -> bool {
+    let inactive = options
+        .inactive_after
+        .zip(stamp)
+        .is_some_and(|(age, stamp)| stamp.unchanged_for(age));
+    found.session.archived || options.allow_active || inactive
 }
 
 /// Remove the source when asked, allowed, and safe: the manifest is committed, a reconstruction
@@ -482,7 +480,7 @@ fn remove_source(
     if !options.remove_source {
         return Ok(Removal::Kept);
     }
-    if !removable(found, options) {
+    if !removable(found, prepared.stamp.as_ref(), options) {
         return Ok(Removal::KeptActive);
     }
     crate::store::reconstruct::verify(store, manifest)

@@ -41,6 +41,15 @@ impl Stamp {
         }
     }
 
+    /// Whether the file's content has not changed (its mtime) for `age` or longer: an agent that
+    /// still writes a session would have touched it since.
+    pub fn unchanged_for(&self, age: std::time::Duration) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        now - self.mtime_ns >= age.as_nanos() as i128
+    }
+
     /// What differs between `self` (before) and `now` (after), or `None`.
     pub fn change(&self, now: &Self) -> Option<&'static str> {
         if self.inode != now.inode || self.device != now.device {

@@ -20,6 +20,8 @@ pub struct Outcome {
     #[serde(serialize_with = "hex")]
     pub commit: Option<ObjectId>,
     pub pushed: bool,
+    /// Sessions the push gave the remote: folded here, and not there or folded otherwise there.
+    pub sessions_pushed: u64,
     #[serde(flatten)]
     pub merged: Report,
 }
@@ -49,15 +51,39 @@ pub fn sync(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
         None => Report::default(),
     };
     let (commit, push) = settle(&mirror, store, mine, theirs, &merged, remote)?;
+    let mut sessions_pushed = 0;
     if let (Some(commit), true) = (commit, push) {
+        sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
         git::push(git_dir, remote, commit)?;
     }
     Ok(Outcome {
         remote: remote.to_string(),
         commit,
         pushed: push,
+        sessions_pushed,
         merged,
     })
+}
+
+/// How many session manifests `ours` holds that `theirs` does not hold the same.
+fn sessions_new_to(mirror: &Mirror, ours: ObjectId, theirs: Option<ObjectId>) -> Result<u64> {
+    let manifests = |commit: Option<ObjectId>| {
+        let root = mirror.entries(commit.map(|c| mirror.tree_of(c)).transpose()?)?;
+        let sub = root
+            .get(b"manifests".as_slice())
+            .filter(|e| e.mode.is_tree())
+            .map(|e| e.oid);
+        mirror.entries(sub)
+    };
+    let (ours, theirs) = (manifests(Some(ours))?, manifests(theirs)?);
+    Ok(ours
+        .iter()
+        .filter(|(name, entry)| {
+            entry.mode.is_blob()
+                && name.ends_with(b".json")
+                && theirs.get(*name).map(|e| e.oid) != Some(entry.oid)
+        })
+        .count() as u64)
 }
 
 /// Decide the branch's new commit after merging `theirs` into the store, and whether to push it.

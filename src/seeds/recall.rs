@@ -92,6 +92,8 @@ pub struct Query<'a> {
     pub pattern: &'a Regex,
     pub session: Option<&'a str>,
     pub fields: &'a [Field],
+    /// Per session, stop after this many matching records (as `grep -m` stops per file).
+    pub max_count: Option<usize>,
 }
 
 pub fn recall(
@@ -123,7 +125,11 @@ fn recall_session(
     // The spans of matching records, once each (compact records repeat earlier spans).
     let mut spans: Vec<Span> = Vec::new();
     let mut seen = HashSet::new();
+    let mut matching = 0;
     for record in &records {
+        if query.max_count.is_some_and(|max| matching >= max) {
+            break;
+        }
         let mut matched = false;
         for &field in query.fields {
             for value in field.values(record) {
@@ -140,6 +146,7 @@ fn recall_session(
             }
         }
         if matched {
+            matching += 1;
             for span in &record.spans {
                 if seen.insert((span.block_id.clone(), span.sha256.clone())) {
                     spans.push(span.clone());

@@ -231,39 +231,12 @@ fn describe(
 ) -> Result<Found> {
     let path = &candidate.path;
     let mut input = crate::input::open(path)?;
-    let mut first = None;
-    let mut first_line = Vec::new();
-    for_each_line(
-        &mut input,
-        crate::segment::Settings::default().max_json_line_bytes as usize,
-        |line| {
-            first = Agent::of_first_line(line);
-            first_line = line.to_vec();
-            false
-        },
-    )
-    .with_path("read", path)?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    let stem = name.strip_suffix(".zst").unwrap_or(name);
-    let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
-    let (agent, id, cwd) = match first {
-        Some((agent, meta)) => {
-            let named = || agent.format().id_from_name(stem).map(str::to_string);
-            (Some(agent), meta.id.or_else(named), meta.cwd)
-        }
-        // A file named as an agent names its sessions still names its session when its first
-        // line is not (yet) readable.
-        None => {
-            let named = Agent::ALL
-                .iter()
-                .find_map(|a| a.format().id_from_name(stem));
-            (None, named.map(str::to_string), None)
-        }
-    };
-    let id = id.unwrap_or_else(|| stem.to_string());
+    let Identity {
+        agent,
+        id,
+        cwd,
+        first_line,
+    } = identify(path, &mut input)?;
     check_session_id(&id)
         .map_err(|e| Error::bad_input(path.display(), format!("{e}; not folded")))?;
     let described = agent
@@ -296,6 +269,80 @@ fn describe(
         agent,
         path: path.clone(),
     })
+}
+
+/// Who a session file is, from its first line and its name.
+struct Identity {
+    agent: Option<Agent>,
+    id: String,
+    cwd: Option<String>,
+    /// The first line, as read.
+    first_line: Vec<u8>,
+}
+
+/// Read the first line of `input` (the file at `path`): the agent whose opening it is, the
+/// session's id (the opening's, else the one in the file name as its agent names files, else the
+/// name itself without `.jsonl`) and its cwd. `input` reads on after that line.
+fn identify(path: &Path, input: &mut dyn std::io::BufRead) -> Result<Identity> {
+    let mut first = None;
+    let mut first_line = Vec::new();
+    for_each_line(
+        input,
+        crate::segment::Settings::default().max_json_line_bytes as usize,
+        |line| {
+            first = Agent::of_first_line(line);
+            first_line = line.to_vec();
+            false
+        },
+    )
+    .with_path("read", path)?;
+    let stem = stem(path);
+    let (agent, id, cwd) = match first {
+        Some((agent, meta)) => {
+            let named = || agent.format().id_from_name(stem).map(str::to_string);
+            (Some(agent), meta.id.or_else(named), meta.cwd)
+        }
+        // A file named as an agent names its sessions still names its session when its first
+        // line is not (yet) readable.
+        None => (None, id_in_name(stem), None),
+    };
+    let id = id.unwrap_or_else(|| stem.to_string());
+    Ok(Identity {
+        agent,
+        id,
+        cwd,
+        first_line,
+    })
+}
+
+/// The file name of `path` without `.jsonl` or `.jsonl.zst`.
+fn stem(path: &Path) -> &str {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".zst").unwrap_or(name);
+    stem.strip_suffix(".jsonl").unwrap_or(stem)
+}
+
+/// The session id in a file name, as some agent names its files.
+fn id_in_name(stem: &str) -> Option<String> {
+    Agent::ALL
+        .iter()
+        .find_map(|a| a.format().id_from_name(stem))
+        .map(str::to_string)
+}
+
+/// The id of the session the file at `path` holds, read as discovery reads it (see [`identify`]).
+/// A file that is not there (a source removed once it was folded) names its session by its name.
+pub fn session_id_of(path: &Path) -> Result<String> {
+    let id = match crate::input::open(path) {
+        Ok(mut input) => identify(path, &mut input)?.id,
+        Err(e) if !path.exists() => id_in_name(stem(path)).ok_or(e)?,
+        Err(e) => return Err(e),
+    };
+    check_session_id(&id).map_err(|e| Error::bad_input(path.display(), e.to_string()))?;
+    Ok(id)
 }
 
 fn agent_or_file<S: serde::Serializer>(

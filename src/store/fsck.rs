@@ -20,17 +20,21 @@ use crate::error::Result;
 use crate::odb::{Listed, Place};
 use crate::seeds::catalog::{self, Catalog};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What fsck finds; as JSON, `{"type":"bad_manifest",…}` with the variant's fields.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Finding {
     BadManifest {
         path: PathBuf,
         why: String,
     },
     MissingObject {
+        #[serde(rename = "sha256")]
         digest: Digest,
         manifest: PathBuf,
     },
     CorruptObject {
+        #[serde(rename = "sha256")]
         digest: Digest,
         why: String,
     },
@@ -48,7 +52,9 @@ pub enum Finding {
         path: PathBuf,
         why: String,
     },
+    #[serde(rename = "unreferenced_object")]
     Unreferenced {
+        #[serde(rename = "sha256")]
         digest: Digest,
     },
     /// A line of the seed catalog that names no batch: `catalog.jsonl:N: why`.

@@ -25,7 +25,7 @@ use serde::Serialize;
 use super::atomic::{sync_parent, write_file};
 use super::manifest::{Manifest, Source};
 use super::{Store, check_session_id, create_private_dir, entry_names, remove_if_present};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, Status};
 use crate::time::civil_from_days;
 
 /// How many `grown` generations fold keeps per session.
@@ -206,8 +206,9 @@ pub fn remove(generations: &[Generation]) -> Result<()> {
 }
 
 /// The manifest `spec` names: `ID`, the current version; `ID@N`, generation N (`ID@0` is the
-/// current version); with `generation`, generation N of `spec`. A session whose id itself ends in
-/// `@<digits>` is found by that id first.
+/// current version); with `generation`, generation N of `spec`. ID may be a unique prefix of the
+/// session's id (see [`Store::resolve_session`]). A session whose id itself ends in `@<digits>` is
+/// found by that id first.
 pub fn resolve(store: &Store, spec: &str, generation: Option<usize>) -> Result<Manifest> {
     let (id, number) = match (generation, spec.rsplit_once('@')) {
         (Some(n), _) => (spec, n),
@@ -222,6 +223,11 @@ pub fn resolve(store: &Store, spec: &str, generation: Option<usize>) -> Result<M
             (id, n)
         }
         _ => (spec, 0),
+    };
+    let id = &match store.resolve_session(id) {
+        // A session kept only as generations is named by its whole id.
+        Err(e) if e.status() == Status::Negative && !list(store, id)?.is_empty() => id.to_string(),
+        resolved => resolved?,
     };
     if number == 0 {
         return store.load_manifest(id);

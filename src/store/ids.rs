@@ -32,7 +32,7 @@ impl Store {
         resolve_prefix(spec, &self.session_ids()?).map_err(|e| match e {
             Unresolved::None => Error::not_found(format!(
                 "no folded session {spec:?} in {} ('ctxfold ls' lists them)",
-                self.root().display()
+                crate::cli::human::path(self.root())
             )),
             Unresolved::Ambiguous(message) => Error::usage(message),
         })

@@ -111,24 +111,40 @@ pub fn verify(store: &Store, manifest: &Manifest) -> Result<()> {
     write_session(store, manifest, &mut io::sink())
 }
 
+/// What [`restore_file`] found or did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Restored {
+    /// The session was written to the target.
+    Written,
+    /// The target already holds the session, byte for byte: nothing was written.
+    InPlace,
+}
+
 /// Restore a folded session to `target`: a temp file beside it, written and verified, fsynced,
-/// then renamed into place (never over an existing file unless `overwrite`). On any failure the
-/// target is untouched and the temp file is gone (or, if the process is killed, left for the next
-/// restore of the target to remove: see `restore_temp`). Missing parent directories are created
-/// private.
+/// then renamed into place (never over an existing file unless `overwrite`). A target that holds
+/// the session's bytes already (its size and sha256) is left as it is: the session is in place.
+/// On any failure the target is untouched and the temp file is gone (or, if the process is killed,
+/// left for the next restore of the target to remove: see `restore_temp`). Missing parent
+/// directories are created private.
 pub fn restore_file(
     store: &Store,
     manifest: &Manifest,
     target: &std::path::Path,
     overwrite: bool,
-) -> Result<()> {
+) -> Result<Restored> {
     use super::atomic::Committed;
     use crate::error::IoContext;
-    if !overwrite && target.symlink_metadata().is_ok() {
-        return Err(Error::refused(format!(
-            "{} exists (use --overwrite to replace it)",
-            target.display()
-        )));
+    if target.symlink_metadata().is_ok() {
+        if holds(target, manifest)? {
+            return Ok(Restored::InPlace);
+        }
+        if !overwrite {
+            return Err(Error::refused(format!(
+                "{} exists and holds other bytes (use --overwrite to replace it)",
+                crate::cli::human::path(target)
+            )));
+        }
     }
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -142,10 +158,24 @@ pub fn restore_file(
     buffered.flush().with_path("write", target)?;
     drop(buffered);
     match pending.commit(target, overwrite)? {
-        Committed::Written => Ok(()),
+        Committed::Written => Ok(Restored::Written),
+        Committed::AlreadyThere if holds(target, manifest)? => Ok(Restored::InPlace),
         Committed::AlreadyThere => Err(Error::refused(format!(
             "{} appeared while restoring; left as it is",
-            target.display()
+            crate::cli::human::path(target)
         ))),
     }
+}
+
+/// Whether `target` is a regular file holding exactly the session's bytes (its size, then its
+/// sha256: a file of another size is not read).
+fn holds(target: &std::path::Path, manifest: &Manifest) -> Result<bool> {
+    use crate::error::IoContext;
+    let meta = target.symlink_metadata().with_path("stat", target)?;
+    if !meta.is_file() || meta.len() != manifest.source.bytes {
+        return Ok(false);
+    }
+    let file = std::fs::File::open(target).with_path("open", target)?;
+    let (sha256, bytes) = crate::digest::hash_reader(file).with_path("read", target)?;
+    Ok(bytes == manifest.source.bytes && sha256 == manifest.source.sha256)
 }

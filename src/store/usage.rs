@@ -54,6 +54,9 @@ pub struct Usage {
     pub seed_index_bytes: u64,
     /// The seed catalog's own size.
     pub seed_catalog_bytes: u64,
+    /// logical − disk: what folding saves, all told (negative while the store's overhead outweighs
+    /// it, as for a few small sessions).
+    pub saved_bytes: i64,
     /// logical / unique raw.
     pub dedup_ratio: f64,
     /// unique raw / stored.
@@ -131,6 +134,7 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
     usage.stored_bytes = usage.loose_bytes + usage.pack_bytes;
     usage.disk_bytes = allocated(store.root())?;
     usage.mirror_disk_bytes = allocated(&crate::mirror::default_dir(store))?;
+    usage.saved_bytes = usage.logical_bytes as i64 - usage.disk_bytes as i64;
     usage.dedup_ratio = crate::cli::human::ratio(usage.logical_bytes, usage.unique_raw_bytes);
     usage.compression_ratio = crate::cli::human::ratio(usage.unique_raw_bytes, usage.stored_bytes);
     Ok((usage, problems))

@@ -1,0 +1,254 @@
+//! Restoring folded sessions, one or many: which session each argument names (an id, a unique
+//! prefix of one, `ID@N`, or the path of a session file), where each goes (its place under this
+//! machine's agent homes, a file, or a folder under its own name), and the restores themselves, in
+//! parallel on every core, each verified and each reported on its own.
+//!
+//! Not for: writing one file (`store::reconstruct::restore_file`), or computing an agent's place
+//! (`agents::place`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::agents::Homes;
+use crate::agents::place::default_target;
+use crate::error::{Error, Result};
+use crate::store::manifest::{Manifest, Session};
+use crate::store::reconstruct::{Restored, restore_file};
+use crate::store::{Store, check_session_id, create_private_dir, generations, restore_temp};
+
+/// Where the sessions go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum To {
+    /// Each to its place under this machine's agent homes.
+    Place,
+    /// Into this folder, each under its own file name.
+    Dir(PathBuf),
+    /// To this file (one session).
+    File(PathBuf),
+}
+
+impl To {
+    /// `--to PATH`: a folder when it ends with `/` or is one; a file otherwise.
+    pub fn of(path: Option<&Path>) -> To {
+        match path {
+            None => To::Place,
+            Some(p) if p.as_os_str().to_string_lossy().ends_with('/') || p.is_dir() => {
+                To::Dir(p.to_path_buf())
+            }
+            Some(p) => To::File(p.to_path_buf()),
+        }
+    }
+}
+
+/// One session to restore, as named on the command line.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// What named it: an id, a prefix, `ID@N`, a path.
+    pub name: String,
+    /// `--generation N`.
+    pub generation: Option<usize>,
+}
+
+/// What became of one request.
+#[derive(Debug)]
+pub struct Outcome {
+    pub name: String,
+    /// The session's id, once the request named one.
+    pub session: Option<String>,
+    /// Where it went (or was to go).
+    pub target: Option<PathBuf>,
+    /// The session's size.
+    pub bytes: u64,
+    /// Temp files of killed restores of the same target, removed first.
+    pub swept: Vec<PathBuf>,
+    pub result: Result<Restored>,
+}
+
+/// A request resolved: its manifest and target.
+struct Planned {
+    manifest: Manifest,
+    target: PathBuf,
+}
+
+/// The manifest a request names. A name with a `/`, or the name of a file here that names no
+/// folded session otherwise, is a session file's path: the session is the one that file holds,
+/// read as discovery reads it (or, when the file is gone, the id in its name), by its whole id.
+pub fn manifest_of(store: &Store, request: &Request) -> Result<Manifest> {
+    let named = &request.name;
+    let is_path = named.contains('/')
+        || (Path::new(named).is_file() && store.resolve_session(named).is_err());
+    if !is_path {
+        return generations::resolve(store, named, request.generation);
+    }
+    let id = crate::sources::session_id_of(Path::new(named))?;
+    if !store.has_manifest(&id) {
+        return Err(Error::not_found(format!(
+            "{named} holds session {id}, which is not folded in {}",
+            crate::cli::human::path(store.root())
+        )));
+    }
+    generations::resolve(store, &id, request.generation)
+}
+
+/// The file name a session takes in a folder: its rollout_path's, when that is a plain name that
+/// holds the session's id (as every agent names its files), else `<id>.jsonl`.
+pub fn file_name(session: &Session) -> String {
+    let last = session.rollout_path.rsplit('/').next().unwrap_or_default();
+    let plain = check_session_id(last).is_ok() && last.contains(session.id.as_str());
+    match plain {
+        true => last.to_string(),
+        false => format!("{}.jsonl", session.id),
+    }
+}
+
+/// Where `manifest`'s session goes (`homes`: this machine's, for [`To::Place`]).
+fn target_of(manifest: &Manifest, to: &To, homes: Option<&Homes>) -> Result<PathBuf> {
+    match to {
+        To::Place => default_target(&manifest.session, homes.expect("homes for To::Place")),
+        To::Dir(dir) => Ok(dir.join(file_name(&manifest.session))),
+        To::File(file) => Ok(file.clone()),
+    }
+}
+
+/// Restore every request to `to`, several at once, each verified; `done` is called (from any
+/// thread) as each ends. Returns the outcomes in the order of `requests`. A request that fails
+/// fails alone: the others go on. Two requests for one target are one restore when they name the
+/// same bytes, and the later fails otherwise.
+pub fn restore_all(
+    store: &Store,
+    requests: &[Request],
+    to: &To,
+    overwrite: bool,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<Outcome>> {
+    let homes = match to {
+        To::Place => Some(Homes::from_env()?),
+        _ => None,
+    };
+    if let To::Dir(dir) = to {
+        create_private_dir(dir)?;
+    }
+    let planned: Vec<Result<Planned>> = requests
+        .par_iter()
+        .map(|request| {
+            let manifest = manifest_of(store, request)?;
+            let target = target_of(&manifest, to, homes.as_ref())?;
+            Ok(Planned { manifest, target })
+        })
+        .collect();
+    let planned = one_restore_per_target(planned, requests);
+    Ok(requests
+        .par_iter()
+        .zip(planned)
+        .map(|(request, planned)| {
+            let outcome = restore_one(store, request, planned, overwrite);
+            done();
+            outcome
+        })
+        .collect())
+}
+
+/// `None` for a request whose target an earlier request restores already, with the same bytes;
+/// an error for one whose target an earlier request takes with other bytes.
+fn one_restore_per_target(
+    planned: Vec<Result<Planned>>,
+    requests: &[Request],
+) -> Vec<Option<Result<Planned>>> {
+    let mut first: HashMap<PathBuf, (usize, crate::store::manifest::Source)> = HashMap::new();
+    planned
+        .into_iter()
+        .enumerate()
+        .map(|(at, planned)| {
+            let Ok(plan) = &planned else {
+                return Some(planned);
+            };
+            match first.get(&plan.target) {
+                None => {
+                    first.insert(plan.target.clone(), (at, plan.manifest.source));
+                    Some(planned)
+                }
+                Some((_, source)) if *source == plan.manifest.source => None,
+                Some((earlier, _)) => Some(Err(Error::usage(format!(
+                    "its target {} is also the target of {}",
+                    crate::cli::human::path(&plan.target),
+                    requests[*earlier].name
+                )))),
+            }
+        })
+        .collect()
+}
+
+fn restore_one(
+    store: &Store,
+    request: &Request,
+    planned: Option<Result<Planned>>,
+    overwrite: bool,
+) -> Outcome {
+    let mut outcome = Outcome {
+        name: request.name.clone(),
+        session: None,
+        target: None,
+        bytes: 0,
+        swept: Vec::new(),
+        result: Ok(Restored::InPlace),
+    };
+    let planned = match planned {
+        None => return outcome,
+        Some(Ok(planned)) => planned,
+        Some(Err(e)) => {
+            outcome.result = Err(e);
+            return outcome;
+        }
+    };
+    let Planned { manifest, target } = planned;
+    outcome.session = Some(manifest.session.id.clone());
+    outcome.bytes = manifest.source.bytes;
+    outcome.result = restore_temp::sweep(&target).and_then(|swept| {
+        outcome.swept = swept;
+        restore_file(store, &manifest, &target, overwrite)
+    });
+    outcome.target = Some(target);
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str, rollout_path: &str) -> Session {
+        Session {
+            id: id.into(),
+            title: None,
+            cwd: None,
+            rollout_path: rollout_path.into(),
+            archived: false,
+        }
+    }
+
+    #[test]
+    fn a_session_takes_its_own_file_name_in_a_folder() {
+        let codex = "/h/.codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-019e.jsonl";
+        assert_eq!(
+            file_name(&session("019e", codex)),
+            "rollout-2026-05-11T11-26-55-019e.jsonl"
+        );
+        assert_eq!(file_name(&session("s1", "/tmp/s1.jsonl")), "s1.jsonl");
+        // A name that is not the session's, or not a plain name, is not taken.
+        assert_eq!(file_name(&session("s1", "/tmp/notes.jsonl")), "s1.jsonl");
+        assert_eq!(file_name(&session("s1", "/tmp/..")), "s1.jsonl");
+        assert_eq!(file_name(&session("s1", "")), "s1.jsonl");
+    }
+
+    #[test]
+    fn to_is_a_folder_when_it_ends_with_a_slash_or_is_one() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(To::of(None), To::Place);
+        assert_eq!(To::of(Some(dir.path())), To::Dir(dir.path().into()));
+        let new = dir.path().join("new/");
+        assert_eq!(To::of(Some(&new)), To::Dir(new.clone()));
+        let file = dir.path().join("f.jsonl");
+        assert_eq!(To::of(Some(&file)), To::File(file.clone()));
+    }
+}
