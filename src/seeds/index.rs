@@ -25,7 +25,7 @@ use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id, entry_names};
 
 /// The seqs ctxfold gives the store's records start above this.
-pub const STORE_SEQ_BASE: u64 = 1_000_000;
+const STORE_SEQ_BASE: u64 = 1_000_000;
 
 const LEGACY_FILE: &str = "seed-index.jsonl";
 
