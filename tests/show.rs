@@ -148,6 +148,25 @@ fn every_message_from_a_person_in_order_and_each_tool_call_with_how_it_ended() {
         ],
         "pi model changes",
     );
+    // Claude Code: every answer names its model (shown once while it stays), compactions their
+    // tokens before.
+    let claude = show(
+        &env,
+        &[
+            common::own_fixture("claude/0f1d0000-0000-4000-8000-00000000c001.jsonl")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    in_order(
+        &claude,
+        &[
+            "model: claude-sonnet-5".into(),
+            "compaction (48211 tokens before)".into(),
+        ],
+        "claude marks",
+    );
+    assert_eq!(claude.matches("model: ").count(), 1, "{claude}");
 }
 
 #[test]

@@ -21,6 +21,7 @@
 
 mod blocks;
 mod lines;
+mod marks;
 mod titles;
 
 use std::collections::HashMap;
@@ -159,6 +160,10 @@ impl Format for Claude {
 
     fn blocks(&self) -> Box<dyn super::Blocks> {
         Box::<blocks::Blocks>::default()
+    }
+
+    fn marks(&self, line: &[u8]) -> Vec<super::Mark> {
+        marks::of(line)
     }
 
     fn edited(&self, _line: &[u8], _content: &RawValue, _edit_id: &str) -> Vec<Block> {
