@@ -120,12 +120,15 @@ per_config = [targets_for(t) for t in configs]
 for i, (name, _, _) in enumerate(per_config[0]):
     target_lines.append(f"| {name} | " + " | ".join(f"{verdict(c[i][1])}: {c[i][2]}" for c in per_config) + " |")
 
-objects, small = int(num("OBJECTS")), int(num("SMALL"))
+objects, packs, manifests = int(num("OBJECTS")), int(num("PACKS")), int(num("MANIFESTS"))
 oa, ob = num("OBJ_APPARENT"), num("OBJ_ALLOCATED")
+ma, mb = num("MAN_APPARENT"), num("MAN_ALLOCATED")
 layout = (
-    f"{objects:,} objects hold {oa:,.0f} bytes but take {ob:,.0f} bytes of disk blocks "
-    f"({ob - oa:,.0f} bytes, {100 * (ob - oa) / ob if ob else 0:.1f}%, lost to block rounding); "
-    f"{small:,} objects ({100 * small / objects if objects else 0:.0f}%) are under 4 KiB."
+    f"After the fold and the 10% growth, the default store's objects are {packs:,} packs (with their "
+    f"indexes) and {objects:,} loose files: {oa:,.0f} bytes in {ob:,.0f} bytes of disk blocks "
+    f"({100 * (ob - oa) / ob if ob else 0:.1f}% lost to block rounding); its {manifests:,} manifests "
+    f"take {mb:,.0f} bytes of blocks for {ma:,.0f} bytes. The seed indexes, {num('SEED_INDEX_RAW'):,.0f} "
+    f"bytes raw, are packed with the objects."
 )
 
 variant_lines = []
@@ -207,7 +210,7 @@ text = "\n".join(
         "",
         *target_lines,
         "",
-        "## The one-file-per-object layout",
+        "## Where the store's bytes go",
         "",
         layout,
         "",
