@@ -1,11 +1,12 @@
-//! Fault injection: `kill -9` at random moments of fold, gc, restore and sync, each followed by the
-//! checks that say nothing was lost: `fsck --full` finds no problem, every session the store holds
-//! restores to bytes its source really had, a source is gone only if the store holds its last
-//! version, a killed restore never leaves a partial target and the next restore cleans up after
-//! it, and the next sync succeeds.
+//! Fault injection: `kill -9` at random moments of fold, gc (plain and --aggressive), repack,
+//! unpack, restore and sync, each followed by the checks that say nothing was lost: `fsck --full`
+//! finds no problem, every session the store holds restores to bytes its source really had, a
+//! source is gone only if the store holds its last version, a killed restore never leaves a partial
+//! target and the next restore cleans up after it, and the next sync succeeds.
 //!
-//! `CTXFOLD_FAULT_TRIALS` (default 8: a few seconds, run by `cargo test`) and `CTXFOLD_FAULT_SEED`
-//! (default: the clock) set the run; `bench/faults` runs many trials and prints the report.
+//! `CTXFOLD_FAULT_TRIALS` (default 16: each command twice, fold four times; run by `cargo test`)
+//! and `CTXFOLD_FAULT_SEED` (default: the clock) set the run; `bench/faults` runs many trials and
+//! prints the report.
 
 mod common;
 mod homes;
@@ -52,6 +53,9 @@ enum Op {
     Gc,
     Restore,
     Sync,
+    Repack,
+    Unpack,
+    GcAggressive,
 }
 
 fn git(args: &[&str], dir: &Path) {
@@ -128,6 +132,9 @@ impl World {
             Op::Gc => vec!["gc", "--apply", "--prune=now"],
             Op::Sync => vec!["sync"],
             Op::Restore => vec!["restore", "--overwrite"],
+            Op::Repack => vec!["repack"],
+            Op::Unpack => vec!["unpack"],
+            Op::GcAggressive => vec!["gc", "--apply", "--prune=now", "--aggressive"],
         }
         .into_iter()
         .map(String::from)
@@ -154,7 +161,8 @@ impl World {
         // About as long as each takes here, so that most kills land mid-way.
         let moment = match op {
             Op::Fold | Op::Sync => 400,
-            Op::Gc => 50,
+            Op::Gc | Op::Repack | Op::Unpack => 50,
+            Op::GcAggressive => 300,
             Op::Restore => 30,
         };
         let mut child = self
@@ -221,7 +229,7 @@ impl World {
                     self.lost(format!("sync after a killed sync: {}", again.stderr.trim()));
                 }
             }
-            Op::Fold | Op::Gc => {}
+            Op::Fold | Op::Gc | Op::Repack | Op::Unpack | Op::GcAggressive => {}
         }
     }
 
@@ -269,7 +277,7 @@ fn nothing_is_lost_when_commands_are_killed_at_random_moments() {
     let trials: u64 = std::env::var("CTXFOLD_FAULT_TRIALS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(8);
+        .unwrap_or(16);
     let seed = std::env::var("CTXFOLD_FAULT_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -280,10 +288,19 @@ fn nothing_is_lost_when_commands_are_killed_at_random_moments() {
                 .as_nanos() as u64
         });
     let mut world = World::new(seed);
-    let ops = [Op::Fold, Op::Gc, Op::Restore, Op::Sync];
+    let ops = [
+        Op::Fold,
+        Op::Gc,
+        Op::Restore,
+        Op::Sync,
+        Op::Repack,
+        Op::Unpack,
+        Op::Fold,
+        Op::GcAggressive,
+    ];
     let mut tally: HashMap<Op, (u64, u64)> = HashMap::new();
     for trial in 0..trials {
-        let op = ops[(trial % 4) as usize];
+        let op = ops[trial as usize % ops.len()];
         if op == Op::Fold {
             world.mutate();
         }
@@ -295,7 +312,10 @@ fn nothing_is_lost_when_commands_are_killed_at_random_moments() {
         world.check(op, &args);
     }
     let mut report = format!("fault trials (seed {seed}): {trials} trials");
-    for op in ops {
+    for (at, &op) in ops.iter().enumerate() {
+        if ops[..at].contains(&op) {
+            continue;
+        }
         let (runs, killed) = tally.get(&op).copied().unwrap_or_default();
         report.push_str(&format!("; {op:?}: {runs} ({killed} killed mid-way)"));
     }
