@@ -391,20 +391,21 @@ fn seed_batches_are_roots_and_fsck_names_a_bad_catalog_line_and_a_missing_batch_
     .one_line_error(&zeros);
 }
 
-/// Run both commands at once, the second started `delay` after the first; both must succeed.
+/// Run the commands at once, each started `delay` after the one before; all must succeed.
 /// (The delay varies the interleaving; nothing asserts on time.)
-fn at_once(env: &Env, a: &[&str], b: &[&str], delay: Duration) {
-    let spawn = |args: &[&str]| {
+fn at_once(env: &Env, commands: &[&[&str]], delay: Duration) {
+    let mut children = Vec::new();
+    for (at, args) in commands.iter().enumerate() {
+        if at > 0 {
+            std::thread::sleep(delay);
+        }
         let mut cmd = env.command("ctxfold");
-        cmd.args(args)
+        cmd.args(*args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        cmd.spawn().unwrap()
-    };
-    let first = spawn(a);
-    std::thread::sleep(delay);
-    let second = spawn(b);
-    for (child, args) in [(first, a), (second, b)] {
+        children.push((cmd.spawn().unwrap(), args));
+    }
+    for (child, args) in children {
         let out = child.wait_with_output().unwrap();
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
@@ -420,9 +421,33 @@ fn two_folds_at_once_leave_a_sound_store() {
         homes::each_set(|env, homes| {
             at_once(
                 &env,
-                &["fold", "--apply"],
-                &["fold", "--apply"],
+                &[&["fold", "--apply"], &["fold", "--apply"]],
                 Duration::ZERO,
+            );
+            env.run("ctxfold", ["fsck", "--full"]).ok();
+            every_session_restores(&env, &homes);
+        });
+    }
+}
+
+#[test]
+fn two_folds_and_a_gc_aggressive_at_once_leave_a_sound_store() {
+    for round in 0..3 {
+        homes::each_set(|env, homes| {
+            // A first fold, so that gc --aggressive has packs to rewrite while the others fold.
+            env.run(
+                "ctxfold",
+                ["fold", "--apply", homes.sessions[0].path.to_str().unwrap()],
+            )
+            .ok();
+            at_once(
+                &env,
+                &[
+                    &["gc", "--apply", "--prune=now", "--aggressive"],
+                    &["fold", "--apply"],
+                    &["fold", "--apply"],
+                ],
+                Duration::from_millis(50 * round),
             );
             env.run("ctxfold", ["fsck", "--full"]).ok();
             every_session_restores(&env, &homes);
@@ -443,8 +468,7 @@ fn gc_beside_a_fold_leaves_a_sound_store_in(env: Env, homes: Homes) {
         }
         at_once(
             &env,
-            &["fold", "--apply"],
-            &["gc", "--apply", "--prune=now"],
+            &[&["fold", "--apply"], &["gc", "--apply", "--prune=now"]],
             Duration::from_millis(150 * round),
         );
         let listed = json_lines(&env.run("ctxfold", ["ls", "--json"]).ok().stdout);
