@@ -265,6 +265,13 @@ fn ends_in_newline(file: &mut File) -> std::io::Result<bool> {
 mod tests {
     use super::*;
 
+    /// A new store in a temp dir (kept while the store is used).
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path()).unwrap();
+        (dir, store)
+    }
+
     fn batch(session: &str, n: u8) -> Batch {
         Batch {
             session: session.into(),
@@ -275,8 +282,7 @@ mod tests {
 
     #[test]
     fn appends_read_back_in_order_and_refresh_reads_only_what_is_new() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(dir.path()).unwrap();
+        let (_dir, store) = store();
         let mut writer = Catalog::load(&store).unwrap();
         let mut reader = Catalog::load(&store).unwrap();
         assert!(reader.batches().is_empty());
@@ -294,8 +300,7 @@ mod tests {
 
     #[test]
     fn a_torn_last_line_is_left_unread_then_closed_by_the_next_append() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(dir.path()).unwrap();
+        let (_dir, store) = store();
         let held = lock(&store).unwrap();
         let mut catalog = Catalog::load(&store).unwrap();
         catalog.append(&store, &held, &[batch("a", 1)]).unwrap();
@@ -312,8 +317,7 @@ mod tests {
 
     #[test]
     fn forget_rewrites_without_the_session_and_readers_start_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(dir.path()).unwrap();
+        let (_dir, store) = store();
         let held = lock(&store).unwrap();
         let mut catalog = Catalog::load(&store).unwrap();
         catalog
@@ -333,8 +337,7 @@ mod tests {
 
     #[test]
     fn lines_that_are_no_batch_are_problems_not_batches() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(dir.path()).unwrap();
+        let (_dir, store) = store();
         create_private_dir(&store.seeds_dir()).unwrap();
         let good = serde_json::to_string(&batch("a", 1)).unwrap();
         let unsafe_id = good.replace("\"a\"", "\"../x\"");
@@ -351,8 +354,7 @@ mod tests {
 
     #[test]
     fn put_first_goes_before_the_sessions_first_batch_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(dir.path()).unwrap();
+        let (_dir, store) = store();
         let held = lock(&store).unwrap();
         let mut catalog = Catalog::load(&store).unwrap();
         catalog

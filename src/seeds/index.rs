@@ -128,12 +128,19 @@ impl Held {
             basis: catalog.of(session).map(|b| b.object).collect(),
             ..Held::default()
         };
+        let mut line = Vec::new();
         read_parts(store, catalog, session, &mut |reader, what| {
-            for line in reader.split(b'\n') {
-                let line = line.context(|| format!("read {what}"))?;
-                held.line(&line);
+            loop {
+                line.clear();
+                if reader
+                    .read_until(b'\n', &mut line)
+                    .context(|| format!("read {what}"))?
+                    == 0
+                {
+                    return Ok(());
+                }
+                held.line(line.strip_suffix(b"\n").unwrap_or(&line));
             }
-            Ok(())
         })?;
         Ok(held)
     }
