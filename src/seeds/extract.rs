@@ -1,12 +1,13 @@
 //! Extraction: a ledger's blocks fed through the lexicons into one record per plan, capped and
 //! clipped as the contract says. Deterministic: the same ledger and options give the same records.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::error::Result;
 use crate::ledger::block::{code, log_bytes, log_lines, sha256_hex};
 use crate::ledger::{Block, BlockKind, Ledger};
 
+use super::Map;
 use super::lexicon::{commands, errors, files, identifiers, user};
 use super::plan::{Options, Plan, plans};
 use super::record::{FoldIndex, HARNESS, Log, Span, UserMessage, VERSION};
@@ -26,21 +27,51 @@ const MAX_IDENTIFIER_CANDIDATES: usize = 16384;
 
 /// The records of `ledger` under `options`, in seq order.
 pub fn extract(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<FoldIndex>> {
-    let plans = plans(ledger, options)?;
-    let mut builders: Vec<Builder> = plans.iter().map(|_| Builder::default()).collect();
+    build(ledger, &plans(ledger, options)?, true)
+}
+
+/// The record of each plan; `share_prefixes: false` gives every plan a builder of its own (the
+/// tests' reference for the shared way).
+fn build(ledger: &Ledger<'_>, plans: &[Plan], share_prefixes: bool) -> Result<Vec<FoldIndex>> {
+    let session = ledger.session_id.as_str();
     let cwd = ledger.cwd.as_deref();
+    let mut records: Vec<Option<FoldIndex>> = plans.iter().map(|_| None).collect();
+    // A plan over the first n entries, without edits, is what a plan over more of them was when it
+    // had seen n: those share one builder, and each record is a copy of it taken on the way. A
+    // long session's compactions cover ever longer prefixes, so this turns work that grew with the
+    // square of its length into work that grows with its records.
+    let mut chains: Vec<Chain> = match share_prefixes {
+        true => [false, true]
+            .into_iter()
+            .map(|fold_event| Chain::of(plans, fold_event))
+            .collect(),
+        false => Vec::new(),
+    };
+    let mut own: Vec<(usize, Builder)> = (0..plans.len())
+        .filter(|&p| !share_prefixes || plans[p].prefix().is_none())
+        .map(|p| (p, Builder::default()))
+        .collect();
     ledger.walk(|visit| {
+        for chain in &mut chains {
+            chain.take_ending(visit.index, plans, session, &mut records);
+        }
         // What the lexicons find in a block is worked out once, whichever records cover it.
         let mut facts: Vec<Option<Facts<'_>>> = visit.blocks.iter().map(|_| None).collect();
-        let mut edited: HashMap<usize, Option<Vec<Block>>> = HashMap::new();
-        for (plan, builder) in plans.iter().zip(&mut builders) {
+        for chain in chains.iter_mut().filter(|c| c.wants(visit.index)) {
+            for (block, facts) in visit.blocks.iter().zip(&mut facts) {
+                chain.builder.add(block, chain.fold_event, cwd, facts);
+            }
+        }
+        let mut edited: Map<usize, Option<Vec<Block>>> = Map::default();
+        for (p, builder) in &mut own {
+            let plan = &plans[*p];
             if !plan.covers(visit.index) {
                 continue;
             }
             match plan.edits.get(&visit.index) {
                 None => {
                     for (block, facts) in visit.blocks.iter().zip(&mut facts) {
-                        builder.add(block, plan, cwd, facts);
+                        builder.add(block, plan.fold_event, cwd, facts);
                     }
                 }
                 Some(&edit) => {
@@ -48,27 +79,75 @@ pub fn extract(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<FoldIndex>>
                         .entry(edit)
                         .or_insert_with(|| ledger.edited(visit, edit));
                     for block in blocks.iter().flatten() {
-                        builder.add(block, plan, cwd, &mut None);
+                        builder.add(block, plan.fold_event, cwd, &mut None);
                     }
                 }
             }
         }
         Ok(())
     })?;
-    Ok(plans
+    for chain in &mut chains {
+        chain.take_ending(usize::MAX, plans, session, &mut records);
+    }
+    for (p, builder) in own {
+        records[p] = Some(builder.finish(&plans[p], session));
+    }
+    Ok(records
         .into_iter()
-        .zip(builders)
-        .map(|(plan, builder)| builder.finish(plan, &ledger.session_id))
+        .map(|r| r.expect("every plan is finished"))
         .collect())
 }
 
-#[derive(Default)]
+/// The prefix plans of one kind (see [`extract`]): one builder, and the plans it serves, by the
+/// length of their prefix.
+struct Chain {
+    fold_event: bool,
+    builder: Builder,
+    /// (prefix length, plan), longest first: the next to finish is last.
+    waiting: Vec<(usize, usize)>,
+}
+
+impl Chain {
+    fn of(plans: &[Plan], fold_event: bool) -> Self {
+        let mut waiting: Vec<(usize, usize)> = (0..plans.len())
+            .filter(|&p| plans[p].fold_event == fold_event)
+            .filter_map(|p| plans[p].prefix().map(|n| (n, p)))
+            .collect();
+        waiting.sort_unstable_by(|a, b| b.cmp(a));
+        Self {
+            fold_event,
+            builder: Builder::default(),
+            waiting,
+        }
+    }
+
+    /// Whether some plan of the chain covers entry `index`.
+    fn wants(&self, index: usize) -> bool {
+        self.waiting.first().is_some_and(|&(n, _)| index < n)
+    }
+
+    /// Finish the plans whose prefix ends before entry `index`.
+    fn take_ending(
+        &mut self,
+        index: usize,
+        plans: &[Plan],
+        session: &str,
+        records: &mut [Option<FoldIndex>],
+    ) {
+        while let Some(&(_, p)) = self.waiting.last().filter(|&&(n, _)| n <= index) {
+            records[p] = Some(self.builder.clone().finish(&plans[p], session));
+            self.waiting.pop();
+        }
+    }
+}
+
+#[derive(Default, Clone)]
 struct Builder {
     turn: u64,
     order: u64,
     user_messages: Vec<UserMessage>,
     spans: Vec<Span>,
-    span_at: HashMap<String, usize>,
+    span_at: Map<String, usize>,
     files: Vec<String>,
     input_files: usize,
     commands: VecDeque<String>,
@@ -80,7 +159,7 @@ impl Builder {
     fn add<'b>(
         &mut self,
         block: &'b Block,
-        plan: &Plan,
+        fold_event: bool,
         cwd: Option<&str>,
         facts: &mut Option<Facts<'b>>,
     ) {
@@ -110,8 +189,7 @@ impl Builder {
             _ => {}
         }
         let folded = block.spannable()
-            && (!plan.fold_event
-                || matches!(block.kind, BlockKind::ToolResult | BlockKind::Thinking));
+            && (!fold_event || matches!(block.kind, BlockKind::ToolResult | BlockKind::Thinking));
         if !folded {
             return;
         }
@@ -123,9 +201,8 @@ impl Builder {
         for command in &facts.commands {
             self.command(command.to_string());
         }
-        for token in &facts.identifiers {
-            self.identifiers.offer(token, facts.large, self.order);
-        }
+        self.identifiers
+            .offer_block(&block.text, &facts.identifiers, facts.large, self.order);
         for path in &facts.paths {
             self.output_file(path, cwd);
         }
@@ -186,16 +263,16 @@ impl Builder {
         fresh
     }
 
-    fn finish(self, plan: Plan, session: &str) -> FoldIndex {
+    fn finish(self, plan: &Plan, session: &str) -> FoldIndex {
         FoldIndex {
             v: VERSION,
             kind: "fold-index".into(),
             harness: HARNESS.into(),
             session: session.into(),
             seq: plan.seq,
-            at: plan.at,
-            trigger: plan.trigger,
-            usage: plan.usage,
+            at: plan.at.clone(),
+            trigger: plan.trigger.clone(),
+            usage: plan.usage.clone(),
             files: self.files,
             commands: self.commands.into_iter().map(Into::into).collect(),
             errors: self.errors.pick().into_iter().map(Into::into).collect(),
@@ -215,7 +292,9 @@ struct Facts<'b> {
     /// (the clipped line, its marker, its shape)
     errors: Vec<(&'b str, &'b str, String)>,
     commands: Vec<&'b str>,
-    identifiers: Vec<&'b str>,
+    /// Each identifier once, in the order first met, with how often the block has it: a block
+    /// covered by several records is offered to each, and logs repeat their tokens.
+    identifiers: Vec<(&'b str, u32)>,
     paths: Vec<&'b str>,
 }
 
@@ -242,18 +321,26 @@ impl<'b> Facts<'b> {
                 }
             }
         }
-        identifiers::identifiers(text, |token| facts.identifiers.push(token));
+        let mut seen: Map<&str, usize> = Map::default();
+        identifiers::identifiers(text, |token| match seen.get(token) {
+            Some(&at) => facts.identifiers[at].1 += 1,
+            None => {
+                seen.insert(token, facts.identifiers.len());
+                facts.identifiers.push((token, 1));
+            }
+        });
         files::paths_in(text, |path| facts.paths.push(path));
         facts
     }
 }
 
 /// Error lines, one per shape, spread over markers so that one noisy kind cannot fill every slot.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct ErrorPicker {
     candidates: Vec<ErrorCandidate>,
 }
 
+#[derive(Clone)]
 struct ErrorCandidate {
     line: String,
     shape: String,
@@ -331,9 +418,9 @@ impl ErrorPicker {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct IdentifierPicker {
-    candidates: HashMap<String, IdentifierCandidate>,
+    candidates: Map<String, IdentifierCandidate>,
 }
 
 #[derive(Clone, Copy)]
@@ -344,27 +431,40 @@ struct IdentifierCandidate {
 }
 
 impl IdentifierPicker {
-    fn offer(&mut self, token: &str, large: bool, order: u64) {
-        match self.candidates.get_mut(token) {
-            Some(c) => {
-                c.count = c.count.saturating_add(1);
-                c.large |= large;
-                c.last = order;
+    /// Offer a block's identifiers (`distinct`, from `text`), as the contract does: one token at a
+    /// time, in order, pruning whenever the candidates overflow.
+    fn offer_block(&mut self, text: &str, distinct: &[(&str, u32)], large: bool, order: u64) {
+        // A block that cannot overflow the candidates prunes nothing, and then offering each token
+        // once with its count gives the same counts, flags and orders as offering it each time.
+        if self.candidates.len() + distinct.len() <= MAX_IDENTIFIER_CANDIDATES {
+            for &(token, times) in distinct {
+                self.add(token, times, large, order);
             }
-            None => {
-                self.candidates.insert(
-                    token.to_string(),
-                    IdentifierCandidate {
-                        count: 1,
-                        large,
-                        last: order,
-                    },
-                );
-                if self.candidates.len() > MAX_IDENTIFIER_CANDIDATES {
-                    self.prune(MAX_IDENTIFIER_CANDIDATES / 4);
-                }
-            }
+            return;
         }
+        identifiers::identifiers(text, |token| {
+            if self.add(token, 1, large, order) && self.candidates.len() > MAX_IDENTIFIER_CANDIDATES
+            {
+                self.prune(MAX_IDENTIFIER_CANDIDATES / 4);
+            }
+        });
+    }
+
+    /// Count `token` `times` more; returns whether it was new.
+    fn add(&mut self, token: &str, times: u32, large: bool, order: u64) -> bool {
+        if let Some(c) = self.candidates.get_mut(token) {
+            c.count = c.count.saturating_add(times);
+            c.large |= large;
+            c.last = order;
+            return false;
+        }
+        let candidate = IdentifierCandidate {
+            count: times,
+            large,
+            last: order,
+        };
+        self.candidates.insert(token.to_string(), candidate);
+        true
     }
 
     fn ranked(&self) -> Vec<(&String, &IdentifierCandidate)> {
@@ -382,7 +482,7 @@ impl IdentifierPicker {
     }
 
     fn prune(&mut self, keep: usize) {
-        let kept: std::collections::HashSet<String> = self
+        let kept: HashSet<String> = self
             .ranked()
             .into_iter()
             .take(keep)
@@ -397,5 +497,43 @@ impl IdentifierPicker {
             .take(MAX_IDENTIFIERS)
             .map(|(t, _)| t.clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::FileSource;
+
+    #[test]
+    fn records_of_prefix_plans_sharing_a_builder_are_those_of_one_builder_each() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut shared_some = 0;
+        for agent in ["codex", "pi", "claude"] {
+            for entry in std::fs::read_dir(fixtures.join(agent)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_none_or(|e| e != "jsonl") {
+                    continue;
+                }
+                let source = FileSource(path.clone());
+                let Ok(ledger) = Ledger::scan(&source) else {
+                    continue;
+                };
+                let options = Options {
+                    final_record: true,
+                    through: None,
+                };
+                let plans = plans(&ledger, &options).unwrap();
+                shared_some +=
+                    usize::from(plans.iter().filter(|p| p.prefix().is_some()).count() > 1);
+                let shared = build(&ledger, &plans, true).unwrap();
+                let apart = build(&ledger, &plans, false).unwrap();
+                assert_eq!(shared, apart, "{}", path.display());
+            }
+        }
+        assert!(
+            shared_some > 0,
+            "no fixture has two prefix plans to share a builder"
+        );
     }
 }

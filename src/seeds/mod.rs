@@ -12,3 +12,7 @@ pub mod record;
 pub mod union;
 
 pub use index::index_folded_session;
+
+/// Extraction looks a map up for every token of every block: SipHash was a sixth of a fold's CPU.
+/// foldhash is randomly seeded per process, which is all the collision resistance these need.
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

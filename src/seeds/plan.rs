@@ -3,11 +3,10 @@
 //! current at that point), a `--final` record over the whole active branch, or a fold event
 //! `--through` an entry (the context view: what follows the latest compaction).
 
-use std::collections::HashMap;
-
 use crate::error::{Error, Result};
 use crate::ledger::{EntryKind, Ledger};
 
+use super::Map;
 use super::record::Usage;
 
 /// A fold event a live harness reports (`--through`).
@@ -35,7 +34,7 @@ pub struct Plan {
     pub fold_event: bool,
     cover: Vec<u64>,
     /// target entry -> the `context_edit` entry current for it.
-    pub edits: HashMap<usize, usize>,
+    pub edits: Map<usize, usize>,
 }
 
 impl Plan {
@@ -43,6 +42,19 @@ impl Plan {
         self.cover
             .get(index / 64)
             .is_some_and(|w| w & (1 << (index % 64)) != 0)
+    }
+
+    /// `Some(n)` when the plan covers exactly the first n entries and applies no edit.
+    pub fn prefix(&self) -> Option<usize> {
+        if !self.edits.is_empty() {
+            return None;
+        }
+        let full = self.cover.iter().take_while(|&&w| w == u64::MAX).count();
+        let rest = self.cover.get(full).copied().unwrap_or(0);
+        // The word after the full ones must be a run of low bits, and every later word empty.
+        let prefix = rest & rest.wrapping_add(1) == 0;
+        let empty_after = self.cover.iter().skip(full + 1).all(|&w| w == 0);
+        (prefix && empty_after).then(|| full * 64 + rest.trailing_ones() as usize)
     }
 }
 
@@ -135,7 +147,7 @@ fn plan(
         cover[i / 64] |= 1 << (i % 64);
     }
     // The latest edit per target appended before the record's own entry.
-    let mut edits = HashMap::new();
+    let mut edits = Map::default();
     for (i, entry) in ledger.entries.iter().enumerate().take(at + 1) {
         if let EntryKind::Edit {
             target: Some(target),
@@ -192,4 +204,41 @@ fn usage(tokens: Option<u64>, window: Option<u64>) -> Option<Usage> {
         fraction,
         extra: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covering(entries: &[usize], edits: &[(usize, usize)]) -> Plan {
+        let words = entries.iter().max().map_or(0, |&m| m / 64 + 2);
+        let mut cover = vec![0u64; words];
+        for &i in entries {
+            cover[i / 64] |= 1 << (i % 64);
+        }
+        Plan {
+            seq: 1,
+            trigger: "compact".into(),
+            at: String::new(),
+            usage: None,
+            fold_event: false,
+            cover,
+            edits: edits.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn a_prefix_is_exactly_the_first_n_entries_without_edits() {
+        for n in [0, 1, 5, 63, 64, 65, 128, 200] {
+            let all: Vec<usize> = (0..n).collect();
+            assert_eq!(covering(&all, &[]).prefix(), Some(n), "first {n}");
+        }
+        assert_eq!(covering(&[], &[]).prefix(), Some(0));
+        // A gap, a later start, a stray entry past a full word, an edit: none is a prefix.
+        assert_eq!(covering(&[0, 1, 3], &[]).prefix(), None);
+        assert_eq!(covering(&[1, 2, 3], &[]).prefix(), None);
+        let stray: Vec<usize> = (0..64).chain([100]).collect();
+        assert_eq!(covering(&stray, &[]).prefix(), None);
+        assert_eq!(covering(&[0, 1, 2], &[(1, 2)]).prefix(), None);
+    }
 }
