@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::{Digest, HashingReader};
+use crate::digest::{Digest, Fingerprint, HashingReader};
 use crate::error::{Error, Result, Status};
 use crate::odb::Encoder;
 use crate::segment::{Settings, Summary, segment};
@@ -148,6 +148,8 @@ pub struct Prepared {
     pub current: Option<Manifest>,
     /// The source's stamp before it was read.
     pub stamp: Option<Stamp>,
+    /// The bytes read, which a second pass over the source (the seed index's) must find again.
+    pub read: Option<Fingerprint>,
     /// The objects its fold adds to the store.
     pub created: Vec<Digest>,
     /// Why the manifest this fold replaces is kept as a generation (`None`: there is none).
@@ -177,6 +179,7 @@ pub fn prepare(
         manifest: None,
         current: None,
         stamp: None,
+        read: None,
         created: Vec::new(),
         keep: None,
     };
@@ -327,23 +330,31 @@ fn segment_source(
         Sink::Pack(writer) => Mode::Pack(odb, writer, claimed),
         Sink::Measure(encoder) => Mode::DryRun(odb, encoder, claimed),
     };
-    let mut writer = PartWriter::new(mode, |part| {
-        parts.push(part);
-        Ok(())
-    });
     let mut input = HashingReader::new(
         crate::input::open(&found.path)?,
         folded.map(|source| source.bytes),
     );
     skip(&mut input, reused, &report.path)?;
+    // The parts' hash starts from the reused prefix's bytes as read: the whole must be the source.
+    let mut writer = PartWriter::new(mode, |part| {
+        parts.push(part);
+        Ok(())
+    })
+    .after(input.writer_from_here(std::io::sink()));
     let read = segment(&options.settings, &mut input, &report.path, &mut writer);
     let written = writer.finish();
-    let (read, written) = (read?, written?);
+    read?;
+    let written = written?;
     report.stats = written.stats;
     prepared.created = written.created;
     let whole = input.finish();
     report.source_bytes = whole.bytes;
-    check_parts(&read, &written.parts, &report.path)?;
+    prepared.read = Some(whole.fingerprint);
+    let source = Summary {
+        bytes: whole.bytes,
+        sha256: whole.sha256,
+    };
+    check_parts(&source, &written.parts, &report.path)?;
     if let Some(folded) = folded
         && whole.at_mark != Some(folded.sha256)
     {
@@ -386,8 +397,8 @@ fn skip(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The contract's check, from the bytes as they were written: the parts handed to the store are,
-/// byte for byte, the bytes read.
+/// The contract's check, from the bytes as they were written: the parts handed to the store (after
+/// the reused prefix) have, together, the source's size and sha256.
 fn check_parts(read: &Summary, written: &Summary, what: &str) -> Result<()> {
     if read != written {
         return Err(Error::corrupt(format!(

@@ -191,16 +191,15 @@ impl Run<'_> {
     /// still hold the bytes just folded), staged.
     fn extract_seeds(&self, found: &Found, prepared: &mut Prepared) -> Seeds {
         // Seeds are defined for agent sessions; any other JSONL file is folded without them.
-        let Some(manifest) = prepared
-            .manifest
-            .as_ref()
-            .filter(|_| self.options.seeds && found.agent.is_some())
-        else {
+        let (Some(manifest), Some(read)) = (&prepared.manifest, prepared.read) else {
             return Seeds::None;
         };
+        if !self.options.seeds || found.agent.is_none() {
+            return Seeds::None;
+        }
         let source = FoldedFile {
             path: found.path.clone(),
-            source: manifest.source,
+            read,
         };
         let staged = index::records_of(&source).and_then(|records| {
             let catalog = self.catalog.lock().expect("never poisoned");

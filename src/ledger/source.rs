@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
-use crate::digest::HashingReader;
+use crate::digest::{Fingerprint, Fingerprinter};
 use crate::error::{IoContext, Result};
 use crate::store::Store;
 use crate::store::manifest::Manifest;
@@ -29,19 +29,21 @@ impl Source for FileSource {
     }
 }
 
-/// A session file that must still hold exactly the bytes a manifest records: reading it spares a
+/// A session file that must still hold exactly the bytes a fold just read: reading it spares a
 /// read-back from the store, and the check at its end keeps that honest (a read that ends on other
 /// bytes fails as `SessionChanged`).
 pub struct FoldedFile {
     pub path: PathBuf,
-    pub source: crate::store::manifest::Source,
+    /// The bytes the fold read.
+    pub read: Fingerprint,
 }
 
 impl Source for FoldedFile {
     fn open(&self) -> Result<Box<dyn BufRead + '_>> {
         Ok(Box::new(Checked {
-            reader: HashingReader::new(crate::input::open(&self.path)?, None),
-            expected: self.source,
+            reader: crate::input::open(&self.path)?,
+            seen: Fingerprinter::default(),
+            expected: self.read,
             what: self.describe(),
         }))
     }
@@ -50,10 +52,11 @@ impl Source for FoldedFile {
     }
 }
 
-/// A reader that fails at its end unless what it read has the expected size and sha256.
+/// A reader that fails at its end unless what it read has the expected fingerprint.
 struct Checked<R> {
-    reader: HashingReader<R>,
-    expected: crate::store::manifest::Source,
+    reader: R,
+    seen: Fingerprinter,
+    expected: Fingerprint,
     what: String,
 }
 
@@ -71,8 +74,8 @@ impl<R: BufRead> BufRead for Checked<R> {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         let at_end = self.reader.fill_buf()?.is_empty();
         let wrong = match at_end {
-            true => self.reader.hashed() != (self.expected.bytes, self.expected.sha256),
-            false => self.reader.bytes() > self.expected.bytes,
+            true => self.seen.fingerprint() != self.expected,
+            false => self.seen.bytes() > self.expected.bytes,
         };
         if wrong {
             let why = "it no longer holds the folded bytes";
@@ -82,6 +85,10 @@ impl<R: BufRead> BufRead for Checked<R> {
     }
 
     fn consume(&mut self, n: usize) {
+        // A BufRead hands out the same buffered bytes again, without reading, until consumed.
+        if let Ok(buf) = self.reader.fill_buf() {
+            self.seen.update(&buf[..n.min(buf.len())]);
+        }
         self.reader.consume(n);
     }
 }

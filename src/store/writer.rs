@@ -81,6 +81,13 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
         }
     }
 
+    /// The parts follow bytes hashed already (a grown session's folded prefix, as read from its
+    /// source): the size and sha256 of what was written go on from `prefix`'s.
+    pub fn after(mut self, prefix: HashingWriter<std::io::Sink>) -> Self {
+        self.written = prefix;
+        self
+    }
+
     /// What was written: the size and sha256 of the parts as they were received, the counts (a
     /// dry run's last estimate made), and the objects added.
     pub fn finish(mut self) -> Result<Written> {
