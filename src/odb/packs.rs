@@ -7,7 +7,7 @@
 //! deciding what goes in them: see [`super::pack`] and the object database.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
@@ -56,6 +56,8 @@ pub(super) struct PackSet {
     state: RwLock<State>,
     /// Sees no pack, ever (a view of the loose objects alone).
     blind: bool,
+    /// Where [`PackSet::find`] last found an object, to look first.
+    last_found: AtomicUsize,
 }
 
 impl PackSet {
@@ -65,6 +67,7 @@ impl PackSet {
             cache: Arc::new(BlockCache::new(DEFAULT_CACHE_BYTES)),
             state: RwLock::default(),
             blind: false,
+            last_found: AtomicUsize::new(0),
         }
     }
 
@@ -95,11 +98,17 @@ impl PackSet {
     /// The pack holding `digest`, and where, among the packs open now.
     pub fn find(&self, digest: &Digest) -> Result<Option<(Arc<Member>, Location)>> {
         self.load()?;
-        Ok(self.read_state().members.iter().find_map(|member| {
-            member
-                .pack
-                .find(digest)
-                .map(|location| (member.clone(), location))
+        let state = self.read_state();
+        let members = &state.members;
+        // A session's objects sit together: the pack that held the last one likely holds this.
+        let hint = self.last_found.load(Ordering::Relaxed);
+        let found = std::iter::once(hint)
+            .filter(|&at| at < members.len())
+            .chain((0..members.len()).filter(|&at| at != hint))
+            .find_map(|at| members[at].pack.find(digest).map(|location| (at, location)));
+        Ok(found.map(|(at, location)| {
+            self.last_found.store(at, Ordering::Relaxed);
+            (members[at].clone(), location)
         }))
     }
 

@@ -111,7 +111,7 @@ impl Index {
         while low < high {
             let middle = low + (high - low) / 2;
             let at = self.header.objects_at() + middle as usize * OBJECT_RECORD_LEN;
-            match self.map[at..at + 32].cmp(digest.as_bytes()) {
+            match compare(&self.map[at..at + 32], digest.as_bytes()) {
                 std::cmp::Ordering::Less => low = middle + 1,
                 std::cmp::Ordering::Greater => high = middle,
                 std::cmp::Ordering::Equal => return Some(middle),
@@ -143,5 +143,35 @@ impl Index {
             ));
         }
         Ok(())
+    }
+}
+
+/// `a` against `b` (32 bytes each), as slices compare: by the first eight bytes as a number, which
+/// settles almost every step of a search without calling `memcmp`.
+fn compare(a: &[u8], b: &[u8; 32]) -> std::cmp::Ordering {
+    let head = |bytes: &[u8]| u64::from_be_bytes(bytes[..8].try_into().expect("eight bytes"));
+    head(a).cmp(&head(b)).then_with(|| a[8..32].cmp(&b[8..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare;
+
+    #[test]
+    fn compare_orders_digests_as_slices_do() {
+        let mut digests: Vec<[u8; 32]> = (0u8..=255)
+            .map(|n| *crate::digest::Digest::of(&[n]).as_bytes())
+            .collect();
+        // Equal first eight bytes, so that the rest decides.
+        let mut tail = digests[0];
+        tail[31] ^= 1;
+        digests.push(tail);
+        digests.push([0; 32]);
+        digests.push([255; 32]);
+        for a in &digests {
+            for b in &digests {
+                assert_eq!(compare(a, b), a[..].cmp(&b[..]), "{a:?} against {b:?}");
+            }
+        }
     }
 }
