@@ -12,7 +12,8 @@
 //! A session's index is the concatenation of its batches. The catalog is append-only too: a batch
 //! is listed only once its object is durable, in one `O_APPEND` write, fsynced, under
 //! `locks/seeds.lock`. Only `rm` rewrites it (dropping a session's lines), under the same lock.
-//! Readers take no lock: a last line without its `\n` is a write in progress, and is left unread.
+//! Readers take no lock: a last line without its `\n` is a write in progress, and is left unread;
+//! the next writer drops it, since a writer holding the lock finds one only after a crash.
 //!
 //! Not for what the lines of an index mean (see `index` and `union`).
 
@@ -162,11 +163,10 @@ impl Catalog {
             .mode(0o600)
             .open(&path)
             .with_path("open", &path)?;
+        // A line a crash cut short (no writer holds the lock but us) listed nothing: it goes, rather
+        // than become a bad line that would stop every later gc.
+        drop_torn_tail(&mut file).with_path("repair", &path)?;
         let mut text = Vec::new();
-        // A line a crash cut short is closed first, so that it spoils no line of ours.
-        if !ends_in_newline(&mut file).with_path("read", &path)? {
-            text.push(b'\n');
-        }
         for batch in batches {
             serde_json::to_writer(&mut text, batch).expect("a batch serializes");
             text.push(b'\n');
@@ -230,7 +230,9 @@ impl Catalog {
         };
         let mut out = Vec::with_capacity(text.len());
         for line in text.split_inclusive(|&b| b == b'\n') {
-            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            let Some(body) = line.strip_suffix(b"\n") else {
+                continue; // a torn last line: dropped, as `append` drops it
+            };
             if keep(&mut out, parse(body).ok().as_ref()) {
                 out.extend_from_slice(body);
                 out.push(b'\n');
@@ -251,14 +253,26 @@ pub fn parse(line: &[u8]) -> std::result::Result<Batch, String> {
     Ok(batch)
 }
 
-fn ends_in_newline(file: &mut File) -> std::io::Result<bool> {
-    if file.metadata()?.len() == 0 {
-        return Ok(true);
+/// Cut `file` back to the end of its last whole line.
+fn drop_torn_tail(file: &mut File) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut chunk = [0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let piece = &mut chunk[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(piece)?;
+        if let Some(at) = memchr::memrchr(b'\n', piece) {
+            end = start + at as u64 + 1;
+            break;
+        }
+        end = start;
     }
-    let mut last = [0u8];
-    file.seek(SeekFrom::End(-1))?;
-    file.read_exact(&mut last)?;
-    Ok(last[0] == b'\n')
+    if end < len {
+        file.set_len(end)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -299,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_last_line_is_left_unread_then_closed_by_the_next_append() {
+    fn a_torn_last_line_is_left_unread_then_dropped_by_the_next_append() {
         let (_dir, store) = store();
         let held = lock(&store).unwrap();
         let mut catalog = Catalog::load(&store).unwrap();
@@ -312,7 +326,26 @@ mod tests {
         catalog.append(&store, &held, &[batch("c", 2)]).unwrap();
         reader.refresh(&store).unwrap();
         assert_eq!(reader.sessions(), ["a", "c"]);
-        assert_eq!(reader.problems.len(), 1, "{:?}", reader.problems);
+        assert!(reader.problems.is_empty(), "{:?}", reader.problems);
+        let text = std::fs::read_to_string(path(&store)).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains(r#""obj""#) && !text.contains(r#"{"session":"b""#));
+    }
+
+    #[test]
+    fn a_rewrite_drops_a_torn_last_line_too() {
+        let (_dir, store) = store();
+        let held = lock(&store).unwrap();
+        let mut catalog = Catalog::load(&store).unwrap();
+        catalog
+            .append(&store, &held, &[batch("a", 1), batch("b", 2)])
+            .unwrap();
+        let mut file = OpenOptions::new().append(true).open(path(&store)).unwrap();
+        file.write_all(br#"{"session":"c","obj"#).unwrap();
+        assert_eq!(catalog.forget(&store, &held, "a").unwrap(), 1);
+        let text = std::fs::read_to_string(path(&store)).unwrap();
+        assert_eq!(text, serde_json::to_string(&batch("b", 2)).unwrap() + "\n");
+        assert!(Catalog::load(&store).unwrap().problems.is_empty());
     }
 
     #[test]
