@@ -226,7 +226,7 @@ text = "\n".join(
         "ctxfold:  CODEX_HOME=$CORPUS/codex-home PI_CODING_AGENT_DIR=$CORPUS/pi-agent ctxfold fold --apply --json [--no-seeds | LARGE]",
         "          (the same again for the unchanged re-fold, and after growth, which refolds the grown sessions)",
         "          LARGE: --field-threshold 32768 --cdc-min-bytes 65536 --cdc-average-bytes 262144 --cdc-max-bytes 1048576",
-        "          restore: ctxfold ls --json | jq -r .id | xargs -P 2 -I{} ctxfold restore {} --to DIR/{}.jsonl",
+        "          restore: ctxfold restore --all --to DIR/ (every session, on both cores)",
         "restic:   restic init; restic backup codex-home pi-agent; restic restore latest --target DIR",
         "borg:     borg init --encryption=none; borg create --compression zstd,3 ::one codex-home pi-agent; borg extract ::one",
         "git:      git add -A; git commit; git gc; restore: git --work-tree=DIR checkout HEAD -- .",
