@@ -178,6 +178,7 @@ pub struct Hashed {
     pub bytes: u64,
     /// The sha256 of the first `mark` bytes, when there were that many.
     pub at_mark: Option<Digest>,
+    /// The same bytes' [`Fingerprint`], for a later read to be checked against.
     pub fingerprint: Fingerprint,
 }
 

@@ -62,6 +62,14 @@ impl Union {
         if line.trim_ascii_start().first() != Some(&b'{') {
             return false;
         }
+        // Nearly every line is such a record: parsed once, as one, it needs no look at its head.
+        if let Ok(record) = serde_json::from_slice::<FoldIndex>(line)
+            && record.kind == "fold-index"
+            && record.v <= UNDERSTOOD
+        {
+            self.live.insert(record.seq, (self.position, record));
+            return true;
+        }
         let Ok(head) = serde_json::from_slice::<Head>(line) else {
             return false;
         };
