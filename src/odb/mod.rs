@@ -214,6 +214,14 @@ impl Odb {
         self.loose.put_streaming(input, what, level)
     }
 
+    /// Keep at most `bytes` of decoded pack blocks from now on. The default serves restores,
+    /// whose objects come from blocks all over the store; a reader that takes each block's objects
+    /// in one go (recall over the seed index) needs a few blocks, and a larger cache only gives
+    /// it fresh pages to fault in.
+    pub fn set_block_cache(&self, bytes: usize) {
+        self.packs.set_block_cache(bytes);
+    }
+
     /// Make every loose object written so far durable (one `syncfs` rather than an fsync per
     /// object).
     pub fn sync(&self) -> Result<()> {

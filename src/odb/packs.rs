@@ -83,6 +83,11 @@ impl PackSet {
         &self.dir
     }
 
+    /// Keep at most `bytes` of decoded blocks (see [`super::Odb::set_block_cache`]).
+    pub fn set_block_cache(&self, bytes: usize) {
+        self.cache.set_budget(bytes);
+    }
+
     /// Every pack that opened.
     pub fn members(&self) -> Result<Vec<Arc<Member>>> {
         self.load()?;

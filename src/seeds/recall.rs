@@ -13,6 +13,7 @@ use super::record::{FoldIndex, Span, command_text, error_text};
 use super::union::Union;
 use crate::error::Result;
 use crate::ledger::{FileSource, Ledger, Source, StoreSource};
+use crate::odb::pack::DEFAULT_CACHE_BYTES;
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -96,12 +97,18 @@ pub struct Query<'a> {
     pub max_count: Option<usize>,
 }
 
+/// Decoded blocks kept while reading the seed index: a few, for the batches of neighbouring
+/// sessions that share them.
+const INDEX_CACHE_BYTES: usize = 8 << 20;
+
 pub fn recall(
     store: &Store,
     query: &Query<'_>,
     emit: &mut dyn FnMut(Event) -> Result<()>,
 ) -> Result<()> {
     let catalog = Catalog::load(store)?;
+    // Each session's batches are read once, in catalog order, from blocks neighbours share.
+    store.odb().set_block_cache(INDEX_CACHE_BYTES);
     for session in index::sessions(store, &catalog)? {
         if query.session.is_some_and(|s| s != session) {
             continue;
@@ -175,9 +182,14 @@ fn recall_session(
     } else {
         (&folded, "store")
     };
+    // A session read back from the store takes its objects from blocks anywhere, as a restore.
+    if !source_ok {
+        store.odb().set_block_cache(DEFAULT_CACHE_BYTES);
+    }
     let ledger = Ledger::scan(source)?;
     let wanted: HashSet<String> = spans.iter().map(|s| s.block_id.clone()).collect();
     let blocks = ledger.resolve(&wanted)?;
+    store.odb().set_block_cache(INDEX_CACHE_BYTES);
     let mut missing = 0;
     for span in spans {
         let Some(block) = blocks.get(&span.block_id) else {

@@ -5,6 +5,7 @@
 //! the format: dropping it changes speed, never results.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::digest::Digest;
@@ -16,7 +17,7 @@ pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 type Key = (Digest, u32);
 
 pub struct BlockCache {
-    budget: usize,
+    budget: AtomicUsize,
     inner: Mutex<Lru>,
 }
 
@@ -33,15 +34,21 @@ impl BlockCache {
     /// A cache holding at most `budget` bytes of decoded blocks.
     pub fn new(budget: usize) -> Self {
         Self {
-            budget,
+            budget: AtomicUsize::new(budget),
             inner: Mutex::new(Lru::default()),
         }
+    }
+
+    /// Hold at most `budget` bytes from now on (evicting down to it).
+    pub fn set_budget(&self, budget: usize) {
+        self.budget.store(budget, Ordering::Relaxed);
+        self.lock().evict_to(budget);
     }
 
     /// Whether a block of `len` bytes would be kept at all: one larger than a quarter of the
     /// budget would push out the working set it is meant to serve.
     pub fn admits(&self, len: u64) -> bool {
-        len <= (self.budget / 4) as u64
+        len <= (self.budget.load(Ordering::Relaxed) / 4) as u64
     }
 
     pub fn get(&self, pack: &Digest, block: u32) -> Option<Arc<[u8]>> {
@@ -68,11 +75,7 @@ impl BlockCache {
             lru.bytes -= old.len();
         }
         lru.by_use.insert(lru.clock, (*pack, block));
-        while lru.bytes > self.budget {
-            let (_, key) = lru.by_use.pop_first().expect("bytes are held by entries");
-            let (evicted, _) = lru.entries.remove(&key).expect("entries and uses agree");
-            lru.bytes -= evicted.len();
-        }
+        lru.evict_to(self.budget.load(Ordering::Relaxed));
     }
 
     /// Bytes currently held.
@@ -84,6 +87,16 @@ impl BlockCache {
         // A panic elsewhere cannot leave the map half-updated in a way that matters: worst case a
         // block is decoded again.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Lru {
+    fn evict_to(&mut self, budget: usize) {
+        while self.bytes > budget {
+            let (_, key) = self.by_use.pop_first().expect("bytes are held by entries");
+            let (evicted, _) = self.entries.remove(&key).expect("entries and uses agree");
+            self.bytes -= evicted.len();
+        }
     }
 }
 
@@ -117,5 +130,13 @@ mod tests {
         cache.insert(&pack, 4, block(44));
         assert_eq!(cache.get(&pack, 4).unwrap()[0], 44);
         assert_eq!(cache.bytes(), 400);
+        cache.set_budget(200);
+        assert_eq!(cache.bytes(), 200);
+        assert!(cache.get(&pack, 4).is_some(), "the most recent stays");
+        cache.insert(&pack, 5, Arc::from(vec![0u8; 51]));
+        assert!(
+            cache.get(&pack, 5).is_none(),
+            "a quarter of the new budget at most"
+        );
     }
 }
