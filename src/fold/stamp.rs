@@ -9,8 +9,9 @@ use crate::error::{IoContext, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     pub size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
+    // i64, not i128: serde's flattening (the stamp cache's lines) cannot read an i128 back.
+    mtime_ns: i64,
+    ctime_ns: i64,
     inode: u64,
     device: u64,
 }
@@ -31,7 +32,7 @@ impl Stamp {
     }
 
     fn from_metadata(meta: &std::fs::Metadata) -> Self {
-        let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        let ns = |secs: i64, nanos: i64| secs.saturating_mul(1_000_000_000).saturating_add(nanos);
         Self {
             size: meta.len(),
             mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
@@ -47,7 +48,7 @@ impl Stamp {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
-        now - self.mtime_ns >= age.as_nanos() as i128
+        now - i128::from(self.mtime_ns) >= age.as_nanos() as i128
     }
 
     /// What differs between `self` (before) and `now` (after), or `None`.

@@ -103,3 +103,29 @@ impl Stamps {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_cache_loads_with_every_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        let session = dir.path().join("session.jsonl");
+        std::fs::write(&session, b"{}\n").unwrap();
+        let stamp = Stamp::of(&session).unwrap();
+        let source = Source {
+            bytes: 3,
+            sha256: crate::digest::Digest::of(b"{}\n"),
+        };
+        let stamps = Stamps::load(&store);
+        assert!(!stamps.knows(&session, &stamp, &source));
+        stamps.record(&session, &stamp, &source);
+        stamps.save(&store).unwrap();
+        let again = Stamps::load(&store);
+        assert!(again.knows(&session, &stamp, &source));
+        let other = Source { bytes: 4, ..source };
+        assert!(!again.knows(&session, &stamp, &other));
+    }
+}
