@@ -98,7 +98,7 @@ fn build(ledger: &Ledger<'_>, plans: &[Plan], share_prefixes: bool) -> Result<Ve
         .collect())
 }
 
-/// The prefix plans of one kind (see [`extract`]): one builder, and the plans it serves, by the
+/// The prefix plans of one kind (see [`build`]): one builder, and the plans it serves, by the
 /// length of their prefix.
 struct Chain {
     fold_event: bool,
@@ -323,7 +323,7 @@ impl<'b> Facts<'b> {
         }
         let mut seen: Map<&str, usize> = Map::default();
         identifiers::identifiers(text, |token| match seen.get(token) {
-            Some(&at) => facts.identifiers[at].1 += 1,
+            Some(&at) => facts.identifiers[at].1 = facts.identifiers[at].1.saturating_add(1),
             None => {
                 seen.insert(token, facts.identifiers.len());
                 facts.identifiers.push((token, 1));
