@@ -111,7 +111,7 @@ mod tests {
     #[test]
     fn a_saved_cache_loads_with_every_entry() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::init(&dir.path().join("store")).unwrap();
+        let store = Store::init(dir.path().join("store")).unwrap();
         let session = dir.path().join("session.jsonl");
         std::fs::write(&session, b"{}\n").unwrap();
         let stamp = Stamp::of(&session).unwrap();
