@@ -114,8 +114,9 @@ pub fn read_union(
 pub struct Held {
     /// The batches it was read from (the legacy file aside).
     basis: Vec<Digest>,
-    /// ctxfold's records, by content (seq aside).
-    records: HashSet<String>,
+    /// ctxfold's records, by the sha256 of their content (seq aside): a long session's records
+    /// re-list every earlier span, and holding them whole would hold its index twice.
+    records: HashSet<Digest>,
     last_seq: u64,
     /// Every line, by its sha256 (without its `\n`).
     lines: HashSet<Digest>,
@@ -167,11 +168,11 @@ impl Held {
     }
 }
 
-/// A record's content without its seq.
-fn identity(record: &FoldIndex) -> String {
+/// A record's content without its seq, as a digest.
+fn identity(record: &FoldIndex) -> Digest {
     let mut record = record.clone();
     record.seq = 0;
-    record.to_line()
+    Digest::of(record.to_line().as_bytes())
 }
 
 /// The records of `records` that `held` lacks, as the lines of one batch, with seqs after the
