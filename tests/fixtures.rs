@@ -70,14 +70,10 @@ fn the_agent_sessions_are_the_pinned_agents_own() {
     }
 }
 
-#[test]
-fn pi_v1_compaction_has_two_objects_on_one_line() {
-    let bytes = read(own::PI_V1_COMPACTION);
-    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-    let header: Value = serde_json::from_slice(lines[0]).unwrap();
-    assert!(header["type"] == "session" && header.get("version").is_none());
-    let joined: Vec<usize> = lines
-        .iter()
+/// How many JSON objects each non-empty line holds.
+fn objects_per_line(bytes: &[u8]) -> Vec<usize> {
+    bytes
+        .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .map(|l| {
             serde_json::Deserializer::from_slice(l)
@@ -85,7 +81,16 @@ fn pi_v1_compaction_has_two_objects_on_one_line() {
                 .filter_map(Result::ok)
                 .count()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn pi_v1_compaction_has_two_objects_on_one_line() {
+    let bytes = read(own::PI_V1_COMPACTION);
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let header: Value = serde_json::from_slice(lines[0]).unwrap();
+    assert!(header["type"] == "session" && header.get("version").is_none());
+    let joined = objects_per_line(&bytes);
     assert_eq!(joined.iter().filter(|&&n| n == 2).count(), 1);
     assert_eq!(joined.iter().filter(|&&n| n != 1 && n != 2).count(), 0);
     let values = values(&bytes);
@@ -201,16 +206,7 @@ fn public_fixtures_are_present_or_skipped_with_a_note() {
 #[test]
 fn the_claude_code_edge_cases_are_there() {
     let bytes = read(own::CLAUDE_SESSION);
-    let objects_per_line: Vec<usize> = bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            serde_json::Deserializer::from_slice(l)
-                .into_iter::<Value>()
-                .filter_map(Result::ok)
-                .count()
-        })
-        .collect();
+    let objects_per_line = objects_per_line(&bytes);
     assert_eq!(objects_per_line.iter().filter(|&&n| n == 2).count(), 1);
     let lines = values(&bytes);
     // The first line is a side record: the cwd comes later.

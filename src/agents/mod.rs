@@ -194,6 +194,16 @@ pub trait Blocks {
     fn blocks(&mut self, line: &[u8]) -> Option<Vec<Block>>;
 }
 
+/// The blocks a fresh `B` makes of `lines`, in order (for the agents' tests).
+#[cfg(test)]
+pub(crate) fn blocks_of_lines<B: Blocks + Default>(lines: &[&str]) -> Vec<Block> {
+    let mut reader = B::default();
+    lines
+        .iter()
+        .flat_map(|l| reader.blocks(l.as_bytes()).unwrap())
+        .collect()
+}
+
 /// Where this machine's agents keep their files: each agent's home, from its environment variable,
 /// else its default under `$HOME`.
 #[derive(Debug, Clone)]

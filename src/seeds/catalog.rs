@@ -286,6 +286,12 @@ mod tests {
         (dir, store)
     }
 
+    /// Leave the start of `session`'s line at the catalog's end, as a crash mid-append would.
+    fn tear(store: &Store, session: &str) {
+        let mut file = OpenOptions::new().append(true).open(path(store)).unwrap();
+        write!(file, r#"{{"session":"{session}","obj"#).unwrap();
+    }
+
     fn batch(session: &str, n: u8) -> Batch {
         Batch {
             session: session.into(),
@@ -318,8 +324,7 @@ mod tests {
         let held = lock(&store).unwrap();
         let mut catalog = Catalog::load(&store).unwrap();
         catalog.append(&store, &held, &[batch("a", 1)]).unwrap();
-        let mut file = OpenOptions::new().append(true).open(path(&store)).unwrap();
-        file.write_all(br#"{"session":"b","obj"#).unwrap();
+        tear(&store, "b");
         let mut reader = Catalog::load(&store).unwrap();
         assert_eq!(reader.batches().len(), 1);
         assert!(reader.problems.is_empty());
@@ -340,8 +345,7 @@ mod tests {
         catalog
             .append(&store, &held, &[batch("a", 1), batch("b", 2)])
             .unwrap();
-        let mut file = OpenOptions::new().append(true).open(path(&store)).unwrap();
-        file.write_all(br#"{"session":"c","obj"#).unwrap();
+        tear(&store, "c");
         assert_eq!(catalog.forget(&store, &held, "a").unwrap(), 1);
         let text = std::fs::read_to_string(path(&store)).unwrap();
         assert_eq!(text, serde_json::to_string(&batch("b", 2)).unwrap() + "\n");

@@ -226,14 +226,9 @@ fn bash_input(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::Blocks as _;
 
     fn run(lines: &[&str]) -> Vec<Block> {
-        let mut state = Blocks::default();
-        lines
-            .iter()
-            .flat_map(|l| state.blocks(l.as_bytes()).unwrap())
-            .collect()
+        crate::agents::blocks_of_lines::<Blocks>(lines)
     }
 
     #[test]
