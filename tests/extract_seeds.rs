@@ -631,3 +631,117 @@ fn a_lone_surrogate_reads_as_the_extension_hashes_it() {
         .ok();
     assert_eq!(run.stdout, "cut \u{fffd}".as_bytes());
 }
+
+/// A Codex rollout of `compactions` compactions, each after `calls` commands with outputs of their
+/// own: its seed index grows with the square of its compactions (each record re-lists every
+/// earlier span).
+fn long_codex(env: &Env, id: &str, compactions: usize, calls: usize) -> PathBuf {
+    let at = |n: usize| {
+        format!(
+            "2026-10-01T{:02}:{:02}:{:02}.000Z",
+            n / 3600,
+            n / 60 % 60,
+            n % 60
+        )
+    };
+    let mut lines = vec![
+        serde_json::json!({"timestamp": at(0), "type": "session_meta", "payload": {"id": id, "cwd": "/home/u/repo", "cli_version": "0.120.0"}}),
+    ];
+    let mut n = 0;
+    for c in 0..compactions {
+        n += 1;
+        lines.push(serde_json::json!({"timestamp": at(n), "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": format!("step {c}: make widget_{c} pass")}]}}));
+        for k in 0..calls {
+            n += 1;
+            let call = format!("call_{c}_{k}");
+            lines.push(serde_json::json!({"timestamp": at(n), "type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": format!("{{\"cmd\":\"cargo test widget_{c}_{k}\"}}"), "call_id": call}}));
+            lines.push(serde_json::json!({"timestamp": at(n), "type": "response_item", "payload": {"type": "function_call_output", "call_id": call, "output": format!("running 1 test\ntest widget_{c}_{k} ... ok\n")}}));
+        }
+        lines.push(serde_json::json!({"timestamp": at(n), "type": "compacted", "payload": {"message": format!("widget_{c} passes"), "replacement_history": []}}));
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = env.path(&format!("long/rollout-2026-10-01T00-00-00-{id}.jsonl"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A record as extracted and as stored differ in their seq only.
+fn without_seq(mut record: Value) -> Value {
+    record["seq"] = 0.into();
+    record
+}
+
+/// A session whose seed index is larger than a batch is stored in several batches, handed to the
+/// pack while its records are still being extracted; read back, they are its extraction, and a
+/// fold of it grown appends only its new records.
+#[test]
+fn a_long_sessions_index_is_stored_in_several_batches_that_read_as_its_extraction() {
+    let env = Env::new();
+    let id = "019f0000-0000-7000-8000-00000000b0b0";
+    let file = long_codex(&env, id, 56, 64);
+    let name = file.to_str().unwrap();
+    let fold = || {
+        let run = env
+            .run(
+                "ctxfold",
+                [
+                    "fold",
+                    "--apply",
+                    "--json",
+                    file.parent().unwrap().to_str().unwrap(),
+                ],
+            )
+            .ok();
+        let report: Value =
+            serde_json::from_str(run.stdout_text().lines().next().unwrap()).unwrap();
+        assert_eq!(report["action"], "fold", "{}", run.stdout_text());
+        report["seed_records"].as_u64().unwrap()
+    };
+    let stored = || -> Vec<Value> {
+        env.stored_seed_index(&env.store, id)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    assert_eq!(fold(), 57);
+    let catalog = std::fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
+    let sizes: Vec<u64> = catalog
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|b| b["session"] == id)
+        .map(|b| b["bytes"].as_u64().unwrap())
+        .collect();
+    assert!(sizes.len() >= 2, "{sizes:?}");
+    let limit = ctxfold::seeds::index::BATCH_BYTES as u64;
+    assert!(
+        sizes[..sizes.len() - 1].iter().all(|&s| s >= limit),
+        "{sizes:?}"
+    );
+    let extracted = records(&env, &["--final", name]);
+    let first = stored();
+    assert_eq!(
+        first.iter().cloned().map(without_seq).collect::<Vec<_>>(),
+        extracted.into_iter().map(without_seq).collect::<Vec<_>>()
+    );
+    let seqs: Vec<u64> = first.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1_000_001..=1_000_057).collect::<Vec<_>>());
+    env.run("ctxfold", ["fsck"]).ok();
+
+    // Grown by one more step: its compactions' records are held already; the grown final record
+    // is new.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&format!(
+        "{}\n",
+        serde_json::json!({"timestamp": "2026-10-02T00:00:00.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one more step"}]}})
+    ));
+    std::fs::write(&file, text).unwrap();
+    assert_eq!(fold(), 1);
+    let grown = stored();
+    assert_eq!(grown[..first.len()], first[..]);
+    assert_eq!(grown.last().unwrap()["seq"], 1_000_058);
+    assert_eq!(
+        without_seq(grown.last().unwrap().clone()),
+        without_seq(records(&env, &["--final", name]).pop().unwrap())
+    );
+}

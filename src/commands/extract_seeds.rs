@@ -174,10 +174,9 @@ impl Command for ExtractSeedsArgs {
                         ledger.unparseable
                     ));
                 }
-                for record in extract(&ledger, &options)? {
-                    emit(io.out, record.to_line())?;
-                }
-                Ok(())
+                extract(&ledger, &options, &mut |record| {
+                    emit(io.out, record.to_line())
+                })
             },
         )?;
         Ok(Status::Success)

@@ -26,7 +26,7 @@ use crate::ledger::FoldedFile;
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
 use crate::seeds::catalog::Catalog;
-use crate::seeds::index::{self, Staged};
+use crate::seeds::index::{self, Held, Staged};
 use crate::sources::Found;
 use crate::store::Store;
 use crate::store::generations::{self, Reason};
@@ -169,7 +169,7 @@ impl Run<'_> {
                 continue;
             };
             let mut prepared = prepared;
-            let seeds = self.extract_seeds(found, &mut prepared);
+            let seeds = self.extract_seeds(found, &mut prepared, full);
             pending.push(Pending {
                 prepared,
                 at,
@@ -188,8 +188,13 @@ impl Run<'_> {
     }
 
     /// The seed records of a session about to be committed, read from its source (which must
-    /// still hold the bytes just folded), staged.
-    fn extract_seeds(&self, found: &Found, prepared: &mut Prepared) -> Seeds {
+    /// still hold the bytes just folded), staged: full batches go into `pack` as they are made.
+    fn extract_seeds(
+        &self,
+        found: &Found,
+        prepared: &mut Prepared,
+        pack: &mut PackWriter,
+    ) -> Seeds {
         // Seeds are defined for agent sessions; any other JSONL file is folded without them.
         let (Some(manifest), Some(read)) = (&prepared.manifest, prepared.read) else {
             return Seeds::None;
@@ -201,9 +206,15 @@ impl Run<'_> {
             path: found.path.clone(),
             read,
         };
-        let staged = index::records_of(&source).and_then(|records| {
+        let session = &manifest.session.id;
+        let held = {
             let catalog = self.catalog.lock().expect("never poisoned");
-            index::stage(self.store, &catalog, &manifest.session.id, records)
+            Held::of(self.store, &catalog, session)
+        };
+        let staged = held.and_then(|held| {
+            index::stage(session, held, &source, &mut |digest, bytes| {
+                pack.add(digest, bytes).map(drop)
+            })
         });
         match staged {
             Ok(staged) => Seeds::Staged(Box::new(staged)),
@@ -224,7 +235,7 @@ impl Run<'_> {
     ) -> Result<Vec<Report>> {
         let odb = self.store.odb();
         // The group's seed batches go last, together: recall reads them together, and the batches
-        // of forks compress together.
+        // of forks compress together (a long session's full batches went in as they were made).
         let batches = group.iter_mut().try_for_each(|p| match &mut p.seeds {
             Seeds::Staged(staged) => match staged.take_object() {
                 Some((digest, bytes)) => pack.add(&digest, &bytes).map(drop),

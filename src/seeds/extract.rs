@@ -25,17 +25,28 @@ const LARGE_OUTPUT_BYTES: usize = 2048;
 const MAX_ERROR_CANDIDATES: usize = 512;
 const MAX_IDENTIFIER_CANDIDATES: usize = 16384;
 
-/// The records of `ledger` under `options`, in seq order.
-pub fn extract(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<FoldIndex>> {
-    build(ledger, &plans(ledger, options)?, true)
+/// Hand the records of `ledger` under `options` to `each`, in seq order, each as soon as it and
+/// those before it are complete: a long session's records re-list every earlier span, and holding
+/// them all would hold its index.
+pub fn extract(
+    ledger: &Ledger<'_>,
+    options: &Options,
+    each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+) -> Result<()> {
+    build(ledger, &plans(ledger, options)?, true, each)
 }
 
-/// The record of each plan; `share_prefixes: false` gives every plan a builder of its own (the
-/// tests' reference for the shared way).
-fn build(ledger: &Ledger<'_>, plans: &[Plan], share_prefixes: bool) -> Result<Vec<FoldIndex>> {
+/// The record of each plan, in plan order; `share_prefixes: false` gives every plan a builder of
+/// its own (the tests' reference for the shared way).
+fn build(
+    ledger: &Ledger<'_>,
+    plans: &[Plan],
+    share_prefixes: bool,
+    each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+) -> Result<()> {
     let session = ledger.session_id.as_str();
     let cwd = ledger.cwd.as_deref();
-    let mut records: Vec<Option<FoldIndex>> = plans.iter().map(|_| None).collect();
+    let mut records = InOrder::new(plans.len(), each);
     // A plan over the first n entries, without edits, is what a plan over more of them was when it
     // had seen n: those share one builder, and each record is a copy of it taken on the way. A
     // long session's compactions cover ever longer prefixes, so this turns work that grew with the
@@ -53,7 +64,7 @@ fn build(ledger: &Ledger<'_>, plans: &[Plan], share_prefixes: bool) -> Result<Ve
         .collect();
     ledger.walk(|visit| {
         for chain in &mut chains {
-            chain.take_ending(visit.index, plans, session, &mut records);
+            chain.take_ending(visit.index, plans, session, &mut records)?;
         }
         // What the lexicons find in a block is worked out once, whichever records cover it.
         let mut facts: Vec<Option<Facts<'_>>> = visit.blocks.iter().map(|_| None).collect();
@@ -87,15 +98,44 @@ fn build(ledger: &Ledger<'_>, plans: &[Plan], share_prefixes: bool) -> Result<Ve
         Ok(())
     })?;
     for chain in &mut chains {
-        chain.take_ending(usize::MAX, plans, session, &mut records);
+        chain.take_ending(usize::MAX, plans, session, &mut records)?;
     }
     for (p, builder) in own {
-        records[p] = Some(builder.finish(&plans[p], session));
+        records.put(p, builder.finish(&plans[p], session))?;
     }
-    Ok(records
-        .into_iter()
-        .map(|r| r.expect("every plan is finished"))
-        .collect())
+    debug_assert!(records.is_done(), "every plan is finished");
+    Ok(())
+}
+
+/// Records finished in any order, handed on in plan order.
+struct InOrder<'e> {
+    waiting: Vec<Option<FoldIndex>>,
+    next: usize,
+    each: &'e mut dyn FnMut(FoldIndex) -> Result<()>,
+}
+
+impl<'e> InOrder<'e> {
+    fn new(plans: usize, each: &'e mut dyn FnMut(FoldIndex) -> Result<()>) -> Self {
+        Self {
+            waiting: (0..plans).map(|_| None).collect(),
+            next: 0,
+            each,
+        }
+    }
+
+    /// Plan `p`'s record, and then every record now next in order.
+    fn put(&mut self, p: usize, record: FoldIndex) -> Result<()> {
+        self.waiting[p] = Some(record);
+        while let Some(record) = self.waiting.get_mut(self.next).and_then(Option::take) {
+            self.next += 1;
+            (self.each)(record)?;
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.next == self.waiting.len()
+    }
 }
 
 /// The prefix plans of one kind (see [`build`]): one builder, and the plans it serves, by the
@@ -132,12 +172,13 @@ impl Chain {
         index: usize,
         plans: &[Plan],
         session: &str,
-        records: &mut [Option<FoldIndex>],
-    ) {
+        records: &mut InOrder<'_>,
+    ) -> Result<()> {
         while let Some(&(_, p)) = self.waiting.last().filter(|&&(n, _)| n <= index) {
-            records[p] = Some(self.builder.clone().finish(&plans[p], session));
+            records.put(p, self.builder.clone().finish(&plans[p], session))?;
             self.waiting.pop();
         }
+        Ok(())
     }
 }
 
@@ -526,14 +567,63 @@ mod tests {
                 let plans = plans(&ledger, &options).unwrap();
                 shared_some +=
                     usize::from(plans.iter().filter(|p| p.prefix().is_some()).count() > 1);
-                let shared = build(&ledger, &plans, true).unwrap();
-                let apart = build(&ledger, &plans, false).unwrap();
-                assert_eq!(shared, apart, "{}", path.display());
+                let records = |share_prefixes| {
+                    let mut records = Vec::new();
+                    build(&ledger, &plans, share_prefixes, &mut |r| {
+                        records.push(r);
+                        Ok(())
+                    })
+                    .unwrap();
+                    records
+                };
+                let shared = records(true);
+                assert_eq!(shared.len(), plans.len(), "{}", path.display());
+                assert_eq!(shared, records(false), "{}", path.display());
             }
         }
         assert!(
             shared_some > 0,
             "no fixture has two prefix plans to share a builder"
         );
+    }
+
+    fn record(seq: u64) -> FoldIndex {
+        serde_json::from_str(&format!(r#"{{"v":2,"kind":"fold-index","seq":{seq}}}"#)).unwrap()
+    }
+
+    #[test]
+    fn records_finished_out_of_order_are_handed_on_in_plan_order_as_soon_as_they_can_be() {
+        let mut out = Vec::new();
+        let mut each = |r: FoldIndex| {
+            out.push(r.seq);
+            Ok(())
+        };
+        let mut records = InOrder::new(3, &mut each);
+        records.put(1, record(11)).unwrap();
+        records.put(0, record(10)).unwrap();
+        assert!(!records.is_done());
+        records.put(2, record(12)).unwrap();
+        assert!(records.is_done());
+        assert_eq!(out, [10, 11, 12]);
+    }
+
+    #[test]
+    fn an_error_from_the_receiver_stops_extraction() {
+        let source = FileSource(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/codex/rollout-2026-03-02T10-00-00-0f1d0000-0000-7000-8000-000000000001.jsonl"),
+        );
+        let ledger = Ledger::scan(&source).unwrap();
+        let options = Options {
+            final_record: true,
+            through: None,
+        };
+        let mut calls = 0;
+        let result = extract(&ledger, &options, &mut |_| {
+            calls += 1;
+            Err(crate::error::Error::usage("receiver full"))
+        });
+        assert!(result.unwrap_err().to_string().contains("receiver full"));
+        assert_eq!(calls, 1);
     }
 }

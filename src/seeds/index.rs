@@ -18,7 +18,7 @@ use super::plan::Options;
 use super::record::{FoldIndex, HARNESS};
 use super::union::Union;
 use crate::digest::Digest;
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
 use crate::odb::{DEFAULT_LEVEL, Encoder};
 use crate::store::manifest::Manifest;
@@ -157,139 +157,201 @@ impl Held {
         if value.get("harness").and_then(Value::as_str) != Some(HARNESS) {
             return;
         }
-        if let Ok(record) = serde_json::from_value::<FoldIndex>(value) {
-            self.records.insert(identity(&record));
+        if let Ok(mut record) = serde_json::from_value::<FoldIndex>(value) {
+            self.records.insert(identity(&mut record));
         }
-    }
-
-    /// Whether `catalog` lists exactly the batches this was read from.
-    fn is_current(&self, catalog: &Catalog, session: &str) -> bool {
-        catalog.of(session).map(|b| &b.object).eq(self.basis.iter())
     }
 }
 
-/// A record's content without its seq, as a digest.
-fn identity(record: &FoldIndex) -> Digest {
-    let mut record = record.clone();
+/// Whether `catalog` lists exactly the batches `basis` names for `session`.
+fn is_current(basis: &[Digest], catalog: &Catalog, session: &str) -> bool {
+    catalog.of(session).map(|b| &b.object).eq(basis.iter())
+}
+
+/// A record's content without its seq (which this sets to 0), as a digest.
+fn identity(record: &mut FoldIndex) -> Digest {
     record.seq = 0;
     Digest::of(record.to_line().as_bytes())
 }
 
-/// The records of `records` that `held` lacks, as the lines of one batch, with seqs after the
-/// highest held and above [`STORE_SEQ_BASE`] (the extension's records, merged in later with their
-/// own small seqs, then never share a seq with ours: the union's latest-per-seq rule would void
-/// one of the two); `None` when there are none. Also how many records it holds.
-fn record_batch(held: &Held, records: &[FoldIndex]) -> Option<(Vec<u8>, usize)> {
-    let mut seq = held.last_seq.max(STORE_SEQ_BASE);
-    let mut bytes = Vec::new();
-    let mut count = 0;
-    for record in records
-        .iter()
-        .filter(|r| !held.records.contains(&identity(r)))
-    {
-        seq += 1;
-        let mut record = record.clone();
-        record.seq = seq;
-        bytes.extend_from_slice(record.to_line().as_bytes());
-        bytes.push(b'\n');
-        count += 1;
-    }
-    (count > 0).then_some((bytes, count))
+/// A batch past this many bytes is handed on while its session's records are still coming, and
+/// the next one begun: memory then stays bounded however long the session (a long session's
+/// records re-list every earlier span, so its index grows with the square of its compactions).
+/// Larger than a pack block, so that such a batch is a block of its own.
+pub const BATCH_BYTES: usize = 16 << 20;
+
+/// Where a finished batch goes (a pack, a loose object) before the catalog lists it.
+pub type Put<'a> = dyn FnMut(&Digest, &[u8]) -> Result<()> + 'a;
+
+/// A session's records made into batches of the lines its index lacks, as they come: seqs after
+/// the highest held and above [`STORE_SEQ_BASE`] (the extension's records, merged in later with
+/// their own small seqs, then never share a seq with ours: the union's latest-per-seq rule would
+/// void one of the two).
+struct Batcher {
+    session: String,
+    held: Held,
+    /// A batch is handed on once it holds this many bytes ([`BATCH_BYTES`]).
+    limit: usize,
+    seq: u64,
+    lines: Vec<u8>,
+    count: usize,
+    /// The batches handed on, with how many records each holds.
+    batches: Vec<(Batch, usize)>,
 }
 
-/// The records ctxfold gives a folded session: one `compact` record per compaction and a final one
-/// over its active branch, from its ledger read from `source`.
-pub fn records_of(source: &dyn Source) -> Result<Vec<FoldIndex>> {
+impl Batcher {
+    fn new(session: &str, held: Held, limit: usize) -> Self {
+        Self {
+            session: session.into(),
+            limit,
+            seq: held.last_seq.max(STORE_SEQ_BASE),
+            held,
+            lines: Vec::new(),
+            count: 0,
+            batches: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, mut record: FoldIndex, put: &mut Put<'_>) -> Result<()> {
+        if self.held.records.contains(&identity(&mut record)) {
+            return Ok(());
+        }
+        self.seq += 1;
+        record.seq = self.seq;
+        self.lines.extend_from_slice(record.to_line().as_bytes());
+        self.lines.push(b'\n');
+        self.count += 1;
+        if self.lines.len() >= self.limit {
+            let bytes = self.seal();
+            let (batch, _) = self.batches.last().expect("just sealed");
+            put(&batch.object, &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The lines so far as a batch, listed last in `batches`: its bytes.
+    fn seal(&mut self) -> Vec<u8> {
+        let bytes = std::mem::take(&mut self.lines);
+        let batch = Batch {
+            session: self.session.clone(),
+            object: Digest::of(&bytes),
+            bytes: bytes.len() as u64,
+        };
+        self.batches.push((batch, std::mem::take(&mut self.count)));
+        bytes
+    }
+
+    /// The batches, the last one's bytes still to be put (`None`: it had no lines).
+    fn finish(mut self) -> (Vec<(Batch, usize)>, Option<Vec<u8>>) {
+        let last = (self.count > 0).then(|| self.seal());
+        (self.batches, last)
+    }
+}
+
+/// The records ctxfold gives a folded session read from `source` (one `compact` record per
+/// compaction and a final one over its active branch), as batches of what `held` lacks: each
+/// full batch given to `put` as it is made, the last one kept in the [`Staged`] for the caller to
+/// store.
+pub fn stage(session: &str, held: Held, source: &dyn Source, put: &mut Put<'_>) -> Result<Staged> {
+    stage_in(BATCH_BYTES, session, held, source, put)
+}
+
+/// [`stage`] in batches of `limit` bytes.
+fn stage_in(
+    limit: usize,
+    session: &str,
+    held: Held,
+    source: &dyn Source,
+    put: &mut Put<'_>,
+) -> Result<Staged> {
+    let basis = held.basis.clone();
     let ledger = Ledger::scan(source)?;
+    let mut batcher = Batcher::new(session, held, limit);
     extract(
         &ledger,
         &Options {
             final_record: true,
             through: None,
         },
-    )
-}
-
-/// A session's new records, their batch made against the index as it was ([`stage`]): its bytes
-/// go into a pack (or a loose object) before [`list`] names it in the catalog.
-pub struct Staged {
-    session: String,
-    records: Vec<FoldIndex>,
-    held: Held,
-    batch: Option<(Batch, usize)>,
-    bytes: Option<Vec<u8>>,
-}
-
-impl Staged {
-    /// The batch's object to store, once: its name and bytes (`None`: nothing new to append).
-    pub fn take_object(&mut self) -> Option<(Digest, Vec<u8>)> {
-        let bytes = self.bytes.take()?;
-        Some((self.batch.as_ref()?.0.object, bytes))
-    }
-}
-
-/// Make the batch of `records` for `session` against its index as `catalog` lists it now.
-pub fn stage(
-    store: &Store,
-    catalog: &Catalog,
-    session: &str,
-    records: Vec<FoldIndex>,
-) -> Result<Staged> {
-    let held = Held::of(store, catalog, session)?;
-    let (batch, bytes) = match record_batch(&held, &records) {
-        Some((bytes, count)) => {
-            let batch = Batch {
-                session: session.into(),
-                object: Digest::of(&bytes),
-                bytes: bytes.len() as u64,
-            };
-            (Some((batch, count)), Some(bytes))
-        }
-        None => (None, None),
-    };
+        &mut |record| batcher.record(record, put),
+    )?;
+    let (batches, last) = batcher.finish();
     Ok(Staged {
         session: session.into(),
-        records,
-        held,
-        batch,
-        bytes,
+        basis,
+        batches,
+        last,
     })
 }
 
+/// A session's new records as batches made against its index as it was ([`stage`]): their bytes
+/// go into a pack (or loose objects) before [`list`] names them in the catalog.
+pub struct Staged {
+    session: String,
+    /// The batches its index was read from.
+    basis: Vec<Digest>,
+    batches: Vec<(Batch, usize)>,
+    /// The last batch's bytes, not stored yet.
+    last: Option<Vec<u8>>,
+}
+
+impl Staged {
+    /// The last batch's object to store, once: its name and bytes (`None`: nothing left).
+    pub fn take_object(&mut self) -> Option<(Digest, Vec<u8>)> {
+        let bytes = self.last.take()?;
+        Some((self.batches.last()?.0.object, bytes))
+    }
+}
+
 /// Name the staged batches in the catalog, their objects durable already; how many records each
-/// appended. A session whose index changed since it was staged (another process appended to it)
-/// has its batch made again against what it holds now, stored loose.
+/// session's appended. A session whose index changed since it was staged (another process appended
+/// to it) has its batches made again, from their objects, against what it holds now, stored loose.
 pub fn list(store: &Store, catalog: &mut Catalog, staged: Vec<Staged>) -> Result<Vec<usize>> {
-    if staged.iter().all(|s| s.batch.is_none()) {
+    if staged.iter().all(|s| s.batches.is_empty()) {
         return Ok(vec![0; staged.len()]);
     }
     let lock = catalog::lock(store)?;
     catalog.refresh(store)?;
-    let mut batches = Vec::new();
+    let mut listed = Vec::new();
     let mut appended = Vec::new();
     let mut redone = false;
     for staged in staged {
-        let batch = match staged.held.is_current(catalog, &staged.session) {
-            true => staged.batch,
+        let batches = match is_current(&staged.basis, catalog, &staged.session) {
+            true => staged.batches,
             false => {
-                let held = Held::of(store, catalog, &staged.session)?;
-                match record_batch(&held, &staged.records) {
-                    Some((bytes, count)) => {
-                        redone = true;
-                        Some((put_loose(store, &staged.session, &bytes)?, count))
-                    }
-                    None => None,
-                }
+                redone = true;
+                restage(store, catalog, &staged)?
             }
         };
-        appended.push(batch.as_ref().map_or(0, |(_, count)| *count));
-        batches.extend(batch.map(|(batch, _)| batch));
+        appended.push(batches.iter().map(|(_, count)| count).sum());
+        listed.extend(batches.into_iter().map(|(batch, _)| batch));
     }
     if redone {
         store.odb().sync()?;
     }
-    catalog.append(store, &lock, &batches)?;
+    catalog.append(store, &lock, &listed)?;
     Ok(appended)
+}
+
+/// `staged`'s records read back from their batches' objects, made into batches again against
+/// what its index holds now, stored loose.
+fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Batch, usize)>> {
+    let held = Held::of(store, catalog, &staged.session)?;
+    let mut batcher = Batcher::new(&staged.session, held, BATCH_BYTES);
+    let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, &staged.session, bytes).map(drop);
+    for (batch, _) in &staged.batches {
+        let bytes = store.odb().read_to_vec(&batch.object, Some(batch.bytes))?;
+        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let record: FoldIndex = serde_json::from_slice(line)
+                .map_err(|e| Error::object_corrupt(batch.object, e.to_string()))?;
+            batcher.record(record, &mut put)?;
+        }
+    }
+    let (batches, last) = batcher.finish();
+    if let Some(bytes) = last {
+        put(&Digest::of(&bytes), &bytes)?;
+    }
+    Ok(batches)
 }
 
 /// Store `bytes` as a loose object (durable at the next sync): the batch naming it.
@@ -305,14 +367,18 @@ fn put_loose(store: &Store, session: &str, bytes: &[u8]) -> Result<Batch> {
     })
 }
 
-/// Index a folded session read from the store: its records not held yet are appended, in a loose
-/// object. Returns how many.
+/// Index a folded session read from the store: its records not held yet are appended, in loose
+/// objects. Returns how many.
 pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize> {
-    let records = records_of(&StoreSource { store, manifest })?;
+    let session = &manifest.session.id;
     let mut catalog = Catalog::load(store)?;
-    let mut staged = stage(store, &catalog, &manifest.session.id, records)?;
+    let held = Held::of(store, &catalog, session)?;
+    let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, session, bytes).map(drop);
+    let mut staged = stage(session, held, &StoreSource { store, manifest }, &mut put)?;
     if let Some((_, bytes)) = staged.take_object() {
-        put_loose(store, &manifest.session.id, &bytes)?;
+        put(&Digest::of(&bytes), &bytes)?;
+    }
+    if !staged.batches.is_empty() {
         store.odb().sync()?;
     }
     Ok(list(store, &mut catalog, vec![staged])?[0])
@@ -408,4 +474,115 @@ pub fn forget(store: &Store, session: &str) -> Result<bool> {
 /// The objects the catalog names, in its order: gc's roots.
 pub fn objects(catalog: &Catalog) -> impl Iterator<Item = Digest> + '_ {
     catalog.batches().iter().map(|b| b.object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::FileSource;
+
+    const SESSION: &str = "01a22ec3-195e-7d02-bb4d-4f6fa0817a3c";
+
+    /// A committed fixture with two records (a compaction's and the final one).
+    fn source() -> FileSource {
+        FileSource(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "tests/fixtures/codex/rollout-2026-11-30T23-21-07-{SESSION}.jsonl"
+        )))
+    }
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    /// Stage the fixture's records against `store` in batches of `limit` bytes, stored loose:
+    /// the staged session and the bytes of each batch in order.
+    fn stage_loose(store: &Store, limit: usize) -> (Staged, Vec<Vec<u8>>) {
+        let catalog = Catalog::load(store).unwrap();
+        let held = Held::of(store, &catalog, SESSION).unwrap();
+        let mut stored = Vec::new();
+        let mut put = |digest: &Digest, bytes: &[u8]| {
+            assert_eq!(put_loose(store, SESSION, bytes)?.object, *digest);
+            stored.push(bytes.to_vec());
+            Ok(())
+        };
+        let mut staged = stage_in(limit, SESSION, held, &source(), &mut put).unwrap();
+        if let Some((digest, bytes)) = staged.take_object() {
+            put(&digest, &bytes).unwrap();
+        }
+        assert!(
+            staged.take_object().is_none(),
+            "the last batch is taken once"
+        );
+        (staged, stored)
+    }
+
+    fn index(store: &Store) -> Vec<u8> {
+        let catalog = Catalog::load(store).unwrap();
+        let mut bytes = Vec::new();
+        read_parts(store, &catalog, SESSION, &mut |reader, _| {
+            reader.read_to_end(&mut bytes).unwrap();
+            Ok(())
+        })
+        .unwrap();
+        bytes
+    }
+
+    #[test]
+    fn records_past_the_batch_limit_are_handed_on_in_batches_that_read_as_one() {
+        let (_whole_dir, whole) = store();
+        let (staged, one) = stage_loose(&whole, usize::MAX);
+        assert_eq!(one.len(), 1);
+        assert_eq!(
+            list(&whole, &mut Catalog::load(&whole).unwrap(), vec![staged]).unwrap(),
+            [2]
+        );
+
+        let (_dir, store) = store();
+        let (staged, batches) = stage_loose(&store, 1);
+        assert_eq!(batches.len(), 2, "one record per batch");
+        assert_eq!(batches.concat(), one[0]);
+        assert_eq!(
+            list(&store, &mut Catalog::load(&store).unwrap(), vec![staged]).unwrap(),
+            [2]
+        );
+        assert_eq!(Catalog::load(&store).unwrap().of(SESSION).count(), 2);
+        assert_eq!(index(&store), index(&whole));
+
+        // Staged again, nothing is new.
+        let (staged, batches) = stage_loose(&store, 1);
+        assert!(batches.is_empty());
+        assert_eq!(
+            list(&store, &mut Catalog::load(&store).unwrap(), vec![staged]).unwrap(),
+            [0]
+        );
+        assert_eq!(index(&store), index(&whole));
+    }
+
+    #[test]
+    fn batches_staged_against_an_index_that_grew_meanwhile_are_made_again_against_it() {
+        let (_dir, store) = store();
+        let (staged, batches) = stage_loose(&store, 1);
+        let first = String::from_utf8(batches[0].clone()).unwrap();
+        // Meanwhile another writer appends the first record (with another seq) and a line of
+        // its own, no record but with a higher seq.
+        let theirs = first.replace("\"seq\":1000001", "\"seq\":1000007");
+        assert_ne!(theirs, first);
+        let mut lines = format!("{theirs}{{\"kind\":\"note\",\"seq\":1000010}}\n");
+        assert_eq!(
+            union_lines(&store, SESSION, &mut lines.as_bytes(), Path::new("x")).unwrap(),
+            2
+        );
+        let appended = list(&store, &mut Catalog::load(&store).unwrap(), vec![staged]).unwrap();
+        assert_eq!(
+            appended,
+            [1],
+            "the record held already is not appended again"
+        );
+        let index = String::from_utf8(index(&store)).unwrap();
+        let second = String::from_utf8(batches[1].clone()).unwrap();
+        lines.push_str(&second.replace("\"seq\":1000002", "\"seq\":1000011"));
+        assert_eq!(index, lines);
+    }
 }
