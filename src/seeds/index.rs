@@ -148,18 +148,21 @@ impl Held {
 
     fn line(&mut self, line: &[u8]) {
         self.lines.insert(Digest::of(line));
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
-            return;
+        // Most lines are records: parsed as one first, they are parsed once.
+        let seq = match serde_json::from_slice::<FoldIndex>(line) {
+            Ok(mut record) => {
+                let seq = record.seq;
+                if record.harness == HARNESS {
+                    self.records.insert(identity(&mut record));
+                }
+                seq
+            }
+            Err(_) => serde_json::from_slice::<Value>(line)
+                .ok()
+                .and_then(|value| value.get("seq").and_then(Value::as_u64))
+                .unwrap_or(0),
         };
-        self.last_seq = self
-            .last_seq
-            .max(value.get("seq").and_then(Value::as_u64).unwrap_or(0));
-        if value.get("harness").and_then(Value::as_str) != Some(HARNESS) {
-            return;
-        }
-        if let Ok(mut record) = serde_json::from_value::<FoldIndex>(value) {
-            self.records.insert(identity(&mut record));
-        }
+        self.last_seq = self.last_seq.max(seq);
     }
 }
 
