@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ctxfold::digest::Digest;
+use ctxfold::odb::Check;
 use ctxfold::odb::dictionary::{Dictionaries, DictionarySet, NoDictionaries};
 use ctxfold::odb::pack::{BlockCache, Pack, PackOptions, PackWriter};
 use ctxfold::store::Store;
@@ -222,7 +223,7 @@ fn main() {
                 let (started, cpu) = (Instant::now(), cpu_seconds());
                 for &i in &random_order {
                     let at = pack.find(&objects[i].0).unwrap();
-                    pack.read(&at, None, &mut std::io::sink(), dictionaries)
+                    pack.read(&at, None, &mut std::io::sink(), dictionaries, Check::Object)
                         .unwrap();
                 }
                 let random_s = started.elapsed().as_secs_f64();
@@ -232,7 +233,13 @@ fn main() {
                 let mut sequential_bytes = 0;
                 for at in pack.objects() {
                     sequential_bytes += pack
-                        .read(&at.unwrap(), None, &mut std::io::sink(), dictionaries)
+                        .read(
+                            &at.unwrap(),
+                            None,
+                            &mut std::io::sink(),
+                            dictionaries,
+                            Check::Object,
+                        )
                         .unwrap();
                 }
                 let sequential_s = started.elapsed().as_secs_f64();

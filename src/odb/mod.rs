@@ -78,6 +78,15 @@ pub enum Listed {
     },
 }
 
+/// Whether a read hashes an object's bytes against its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    Object,
+    /// The caller hashes what it reads as a whole (a session against its manifest's sha256), and
+    /// acts on nothing it read before that check.
+    Whole,
+}
+
 /// A handle on a store's objects. Cheap to clone; clones share their caches and open packs.
 #[derive(Clone)]
 pub struct Odb {
@@ -326,7 +335,19 @@ impl Odb {
     /// write into a temp file or buffer and act on the result. Write failures name no target:
     /// callers name it with [`Error::on_target`].
     pub fn read(&self, digest: &Digest, expected: Option<u64>, out: &mut dyn Write) -> Result<u64> {
-        if let Some(n) = self.read_from_packs(digest, expected, out)? {
+        self.read_checked(digest, expected, out, Check::Object)
+    }
+
+    /// [`Odb::read`], with packed objects hashed only when `check` says so (loose objects and the
+    /// reference's always are: their frames carry no other check).
+    pub fn read_checked(
+        &self,
+        digest: &Digest,
+        expected: Option<u64>,
+        out: &mut dyn Write,
+        check: Check,
+    ) -> Result<u64> {
+        if let Some(n) = self.read_from_packs(digest, expected, out, check)? {
             return Ok(n);
         }
         if let Some(n) = self.read_loose_if_present(digest, expected, out)? {
@@ -339,7 +360,7 @@ impl Odb {
         }
         // Another process may have packed it since this handle listed the packs.
         if self.packs.refresh()?
-            && let Some(n) = self.read_from_packs(digest, expected, out)?
+            && let Some(n) = self.read_from_packs(digest, expected, out, check)?
         {
             return Ok(n);
         }
@@ -391,11 +412,12 @@ impl Odb {
         digest: &Digest,
         expected: Option<u64>,
         out: &mut dyn Write,
+        check: Check,
     ) -> Result<Option<u64>> {
         let Some((member, at)) = self.packs.find(digest)? else {
             return Ok(None);
         };
-        match member.pack.read(&at, expected, out, self) {
+        match member.pack.read(&at, expected, out, self, check) {
             Ok(n) => Ok(Some(n)),
             // A damaged block names the pack and block; say which object was wanted too.
             Err(e) => match e.cause() {

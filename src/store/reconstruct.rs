@@ -6,17 +6,49 @@ use std::io::{self, Write};
 use super::Store;
 use super::manifest::Manifest;
 use crate::digest::HashingWriter;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
+use crate::odb::Check;
 
 /// Write the session's bytes to `out`, verifying as they stream. On error, `out` may hold a
 /// prefix: callers that must not expose it write to a temp file.
 pub fn write_session(store: &Store, manifest: &Manifest, out: &mut dyn Write) -> Result<()> {
+    stream(store, manifest, out, Check::Object)
+}
+
+/// [`write_session`] into an `out` that nothing reads unless this succeeds (a temp file, a sink):
+/// packed objects are not hashed one by one, since the session is hashed whole; only when the
+/// whole is wrong are they, to name the one at fault.
+fn write_session_unread(store: &Store, manifest: &Manifest, out: &mut dyn Write) -> Result<()> {
+    stream(store, manifest, out, Check::Whole).map_err(|e| match e.cause() {
+        Cause::Corrupt(_) | Cause::ObjectCorrupt { .. } => fault(store, manifest).unwrap_or(e),
+        _ => e,
+    })
+}
+
+/// The first object of `manifest` that fails its own check, if one does.
+fn fault(store: &Store, manifest: &Manifest) -> Option<Error> {
+    manifest.parts.iter().find_map(|part| {
+        store
+            .odb()
+            .read(
+                &part.object.sha256,
+                Some(part.object.raw_bytes),
+                &mut io::sink(),
+            )
+            .err()
+    })
+}
+
+fn stream(store: &Store, manifest: &Manifest, out: &mut dyn Write, check: Check) -> Result<()> {
     store.odb().check_dictionary(&manifest.settings)?;
     let mut sink = HashingWriter::new(out);
     for part in &manifest.parts {
-        store
-            .odb()
-            .read(&part.object.sha256, Some(part.object.raw_bytes), &mut sink)?;
+        store.odb().read_checked(
+            &part.object.sha256,
+            Some(part.object.raw_bytes),
+            &mut sink,
+            check,
+        )?;
     }
     let (_, digest, bytes) = sink.finish();
     let source = &manifest.source;
@@ -108,7 +140,7 @@ impl io::Read for SessionReader<'_> {
 /// Reconstruct without keeping the bytes: the check made before a manifest is committed and
 /// before a source is removed.
 pub fn verify(store: &Store, manifest: &Manifest) -> Result<()> {
-    write_session(store, manifest, &mut io::sink())
+    write_session_unread(store, manifest, &mut io::sink())
 }
 
 /// What [`restore_file`] found or did.
@@ -154,7 +186,8 @@ pub fn restore_file(
     let mut pending = super::restore_temp::create(&dir, target)?;
     let mut buffered = io::BufWriter::with_capacity(1 << 20, &mut pending);
     // A full disk is the target's, by name.
-    write_session(store, manifest, &mut buffered).map_err(|e| e.on_target(target.display()))?;
+    write_session_unread(store, manifest, &mut buffered)
+        .map_err(|e| e.on_target(target.display()))?;
     buffered.flush().with_path("write", target)?;
     drop(buffered);
     match pending.commit(target, overwrite)? {

@@ -18,6 +18,7 @@ use super::index::Index;
 use super::{corrupt, corrupt_block, corrupt_object, frame};
 use crate::digest::{Digest, HashingWriter};
 use crate::error::{IoContext, Result};
+use crate::odb::Check;
 use crate::odb::dictionary::Dictionaries;
 
 /// Blocks up to this size are decoded whole (and cached); larger ones, which hold one large
@@ -149,8 +150,8 @@ impl Pack {
     }
 
     /// Stream the object at `at` into `out` and check it: its size against the index and, when
-    /// given, against `expected` (before decoding anything), its bytes against its sha256. Returns
-    /// the raw size. Frames written with a dictionary are decoded with the one `dictionaries`
+    /// given, against `expected` (before decoding anything), and as `check` says, its bytes against
+    /// its sha256. Returns the raw size. Frames written with a dictionary are decoded with the one `dictionaries`
     /// gives for the id in their header.
     ///
     /// Bytes reach `out` before the final check: callers that must not expose unverified bytes
@@ -161,6 +162,7 @@ impl Pack {
         expected: Option<u64>,
         out: &mut dyn Write,
         dictionaries: &dyn Dictionaries,
+        check: Check,
     ) -> Result<u64> {
         if let Some(expected) = expected.filter(|&e| e != at.raw_bytes) {
             return Err(corrupt_object(
@@ -187,7 +189,11 @@ impl Pack {
                 ),
             ));
         }
-        let mut sink = HashingWriter::new(out);
+        let mut hashing = None;
+        let sink: &mut dyn Write = match check {
+            Check::Object => hashing.insert(HashingWriter::new(out)),
+            Check::Whole => out,
+        };
         if block.raw_bytes <= MAX_WHOLE_BLOCK {
             let raw = self.decoded(&block, dictionaries)?;
             let range = at.offset as usize..(at.offset + at.raw_bytes) as usize;
@@ -202,7 +208,7 @@ impl Pack {
                 dictionaries,
                 |stream| {
                     stream.copy(at.offset, &mut std::io::sink())?;
-                    stream.copy(at.raw_bytes, &mut sink)?;
+                    stream.copy(at.raw_bytes, sink)?;
                     if at.offset + at.raw_bytes == block.raw_bytes {
                         stream.finish()?;
                     }
@@ -210,15 +216,17 @@ impl Pack {
                 },
             )?;
         }
-        let (_, actual, bytes) = sink.finish();
-        if actual != at.digest {
-            return Err(corrupt_object(
-                &self.path,
-                &at.digest,
-                format!("its bytes in block {} hash to {actual}", at.block),
-            ));
+        if let Some(hashing) = hashing {
+            let (_, actual, _) = hashing.finish();
+            if actual != at.digest {
+                return Err(corrupt_object(
+                    &self.path,
+                    &at.digest,
+                    format!("its bytes in block {} hash to {actual}", at.block),
+                ));
+            }
         }
-        Ok(bytes)
+        Ok(at.raw_bytes)
     }
 
     /// Block `number`, checked to lie inside the pack and to own a valid range of objects.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use sha2::{Digest as _, Sha256};
 
 use super::*;
+use crate::odb::Check;
 use crate::odb::dictionary::{DictionarySet, NoDictionaries};
 
 /// splitmix64, to make varied but repeatable bytes.
@@ -94,7 +95,13 @@ fn read(
 ) -> Result<Vec<u8>> {
     let at = pack.find(digest).expect("the pack holds it");
     let mut out = Vec::new();
-    pack.read(&at, Some(at.raw_bytes), &mut out, dictionaries)?;
+    pack.read(
+        &at,
+        Some(at.raw_bytes),
+        &mut out,
+        dictionaries,
+        Check::Object,
+    )?;
     Ok(out)
 }
 
@@ -189,7 +196,13 @@ fn a_forty_mib_object_streams_from_its_own_block() {
     // An expected size other than the object's is refused before anything is decoded.
     let at = pack.find(&Digest::of(&large)).unwrap();
     let err = pack
-        .read(&at, Some(100), &mut Vec::new(), &NoDictionaries)
+        .read(
+            &at,
+            Some(100),
+            &mut Vec::new(),
+            &NoDictionaries,
+            Check::Whole,
+        )
         .unwrap_err();
     assert!(err.to_string().contains("100 were expected"), "{err}");
     assert_eq!(verify(&pack, &NoDictionaries), Vec::new());
