@@ -13,7 +13,7 @@ use super::record::{FoldIndex, Span, command_text, error_text};
 use super::union::Union;
 use crate::error::Result;
 use crate::ledger::{FileSource, Ledger, Source, StoreSource};
-use crate::odb::pack::DEFAULT_CACHE_BYTES;
+use crate::odb::pack::{AGGRESSIVE_BLOCK_BYTES, DEFAULT_CACHE_BYTES};
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -98,8 +98,9 @@ pub struct Query<'a> {
 }
 
 /// Decoded blocks kept while reading the seed index: a few, for the batches of neighbouring
-/// sessions that share them.
-const INDEX_CACHE_BYTES: usize = 8 << 20;
+/// sessions that share them, at every block size we write (the cache keeps a block of at most a
+/// quarter of its budget: below that, each batch of a repacked store decoded its whole block).
+const INDEX_CACHE_BYTES: usize = 4 * AGGRESSIVE_BLOCK_BYTES;
 
 pub fn recall(
     store: &Store,
@@ -227,4 +228,17 @@ fn recall_session(
         )))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::odb::pack::BlockCache;
+
+    #[test]
+    fn the_index_cache_keeps_blocks_of_every_size_packs_are_written_with() {
+        let cache = BlockCache::new(INDEX_CACHE_BYTES);
+        assert!(cache.admits(AGGRESSIVE_BLOCK_BYTES as u64));
+        assert!(cache.admits(crate::odb::pack::DEFAULT_BLOCK_BYTES as u64));
+    }
 }

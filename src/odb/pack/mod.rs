@@ -43,6 +43,9 @@ pub const DIR: &str = "packs-ctxfold";
 /// [`PackOptions::aggressive`] for repacking.
 pub const DEFAULT_BLOCK_BYTES: usize = 1 << 20;
 
+/// The blocks of [`PackOptions::aggressive`]: the largest we write but for objects larger still.
+pub const AGGRESSIVE_BLOCK_BYTES: usize = 4 << 20;
+
 /// How a pack is written.
 #[derive(Clone)]
 pub struct PackOptions {
@@ -65,7 +68,7 @@ impl PackOptions {
     /// second): whoever sets one should check that it pays.
     pub fn aggressive() -> Self {
         Self {
-            block_bytes: 4 << 20,
+            block_bytes: AGGRESSIVE_BLOCK_BYTES,
             level: 19,
             ..Self::default()
         }
