@@ -1,5 +1,6 @@
 //! Reconstruction: a manifest's parts streamed back out of the store as the original bytes,
-//! each object checked against its name and size, the whole against the source's sha256 and size.
+//! each object checked against its size and, where its bytes may be read before the end, its
+//! name; the whole against the source's sha256 and size.
 
 use std::io::{self, Write};
 

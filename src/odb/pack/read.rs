@@ -150,9 +150,9 @@ impl Pack {
     }
 
     /// Stream the object at `at` into `out` and check it: its size against the index and, when
-    /// given, against `expected` (before decoding anything), and as `check` says, its bytes against
-    /// its sha256. Returns the raw size. Frames written with a dictionary are decoded with the one `dictionaries`
-    /// gives for the id in their header.
+    /// given, against `expected` (before decoding anything), and as `check` says, its bytes
+    /// against its sha256. Returns the raw size. Frames written with a dictionary are decoded
+    /// with the one `dictionaries` gives for the id in their header.
     ///
     /// Bytes reach `out` before the final check: callers that must not expose unverified bytes
     /// write into a temp file or buffer and act on the result.
