@@ -351,8 +351,8 @@ fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Bat
         }
     }
     let (batches, last) = batcher.finish();
-    if let Some(bytes) = last {
-        put(&Digest::of(&bytes), &bytes)?;
+    if let (Some(bytes), Some((batch, _))) = (last, batches.last()) {
+        put(&batch.object, &bytes)?;
     }
     Ok(batches)
 }
@@ -378,8 +378,8 @@ pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize>
     let held = Held::of(store, &catalog, session)?;
     let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, session, bytes).map(drop);
     let mut staged = stage(session, held, &StoreSource { store, manifest }, &mut put)?;
-    if let Some((_, bytes)) = staged.take_object() {
-        put(&Digest::of(&bytes), &bytes)?;
+    if let Some((digest, bytes)) = staged.take_object() {
+        put(&digest, &bytes)?;
     }
     if !staged.batches.is_empty() {
         store.odb().sync()?;
