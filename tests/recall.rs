@@ -121,7 +121,7 @@ fn seeds_appends_only_what_is_new_and_keeps_other_writers_lines() {
     let store = ctxfold::store::Store::open(&env.store).unwrap();
     let manifest = store.load_manifest("codex").unwrap();
     assert_eq!(
-        ctxfold::seeds::index_folded_session(&store, &manifest).unwrap(),
+        ctxfold::seeds::index_folded_session(&store, &manifest, &Default::default()).unwrap(),
         0
     );
     env.run("ctxfold", ["seeds", "nope"]).fails(1);

@@ -6,6 +6,7 @@ use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::{Error, Result};
 use crate::ledger::{FileSource, Ledger, Source, StoreSource};
 use crate::seeds::extract::extract;
+use crate::seeds::facts::FactsCache;
 use crate::seeds::plan::{Options, Through};
 
 /// Extract seed index v2 records (`fold-index`) from a Pi session, a Codex rollout or a Claude Code
@@ -174,7 +175,7 @@ impl Command for ExtractSeedsArgs {
                         ledger.unparseable
                     ));
                 }
-                extract(&ledger, &options, &mut |record| {
+                extract(&ledger, &options, &FactsCache::default(), &mut |record| {
                     emit(io.out, record.to_line())
                 })
             },

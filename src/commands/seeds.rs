@@ -2,6 +2,7 @@
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{Cause, Result};
+use crate::seeds::facts::FactsCache;
 use crate::seeds::index_folded_session;
 use crate::store::Store;
 use crate::store::lock::Mode;
@@ -56,10 +57,11 @@ impl Command for SeedsArgs {
                 .collect::<Result<Vec<_>>>()?,
         };
         let mut status = Status::Success;
+        let facts = FactsCache::default();
         for manifest in &manifests {
             let id = &manifest.session.id;
             // One session that is no agent's ledger must not keep the others unindexed.
-            let appended = match index_folded_session(&store, manifest) {
+            let appended = match index_folded_session(&store, manifest, &facts) {
                 Ok(n) => n,
                 // Not a ledger: nothing to index, which is no failure unless it was asked for.
                 Err(e)

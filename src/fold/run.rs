@@ -26,6 +26,7 @@ use crate::ledger::FoldedFile;
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
 use crate::seeds::catalog::Catalog;
+use crate::seeds::facts::FactsCache;
 use crate::seeds::index::{self, Held, Staged};
 use crate::sources::Found;
 use crate::store::Store;
@@ -78,6 +79,8 @@ struct Run<'a> {
     waiting: Mutex<Vec<Pending>>,
     /// The seed catalog, as of the last batches listed.
     catalog: Mutex<Catalog>,
+    /// What the lexicons found in the texts met lately, by any worker.
+    facts: FactsCache,
 }
 
 /// Fold `sessions` (see the module comment), handing each group's reports to `group` once it is
@@ -99,6 +102,7 @@ pub fn fold_all(
         next: AtomicUsize::new(0),
         waiting: Mutex::new(Vec::new()),
         catalog: Mutex::new(Catalog::load(store)?),
+        facts: FactsCache::default(),
     };
     let (sender, reports) = crossbeam_channel::unbounded::<Result<Vec<Report>>>();
     let mut outcome = Ok(());
@@ -212,7 +216,7 @@ impl Run<'_> {
             Held::of(self.store, &catalog, session)
         };
         let staged = held.and_then(|held| {
-            index::stage(session, held, &source, &mut |digest, bytes| {
+            index::stage(session, held, &source, &self.facts, &mut |digest, bytes| {
                 pack.add(digest, bytes).map(drop)
             })
         });
@@ -319,7 +323,7 @@ impl Run<'_> {
             }
         }
         self.list_seeds(&mut group);
-        let finish = |p: Pending| finish(store, &self.sessions[p.at], p, options, &self.stamps);
+        let finish = |p: Pending| finish(self, p);
         Ok(match in_worker {
             true => group.into_iter().map(finish).collect(),
             false => group.into_par_iter().map(finish).collect(),
@@ -406,13 +410,9 @@ fn seeds_failed(report: &mut Report, e: &Error) {
 
 /// After the commit: remember the stamp, index the seeds the source could not give, remove the
 /// source if asked.
-fn finish(
-    store: &Store,
-    found: &Found,
-    pending: Pending,
-    options: &Options,
-    stamps: &Stamps,
-) -> Report {
+fn finish(run: &Run<'_>, pending: Pending) -> Report {
+    let (store, options, stamps) = (run.store, run.options, &run.stamps);
+    let found = &run.sessions[pending.at];
     let Pending {
         mut prepared,
         seeds,
@@ -423,7 +423,7 @@ fn finish(
         stamps.record(&found.path, stamp, &manifest.source);
     }
     if let (Some(manifest), Seeds::FromStore) = (&committed, seeds) {
-        match index::index_folded_session(store, manifest) {
+        match index::index_folded_session(store, manifest, &run.facts) {
             Ok(records) => prepared.report.seed_records = Some(records),
             Err(e) => seeds_failed(&mut prepared.report, &e),
         }

@@ -2,13 +2,15 @@
 //! clipped as the contract says. Deterministic: the same ledger and options give the same records.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use crate::error::Result;
-use crate::ledger::block::{code, log_bytes, log_lines, sha256_hex};
+use crate::ledger::block::{code, log_bytes, log_lines};
 use crate::ledger::{Block, BlockKind, Ledger};
 
 use super::Map;
-use super::lexicon::{commands, errors, files, identifiers, user};
+use super::facts::{Facts, FactsCache};
+use super::lexicon::{commands, files, identifiers, user};
 use super::plan::{Options, Plan, plans};
 use super::record::{FoldIndex, HARNESS, Log, Span, UserMessage, VERSION};
 
@@ -19,8 +21,6 @@ pub const MAX_FIRST_LINE_CHARS: usize = 200;
 const MAX_COMMANDS: usize = 48;
 const MAX_OUTPUT_FILES: usize = 64;
 const MAX_INPUT_FILES: usize = 256;
-/// A tool output this large is where summaries lose identifiers: its tokens come first.
-const LARGE_OUTPUT_BYTES: usize = 2048;
 /// Bounds on candidates held while a record is built (memory, not output).
 const MAX_ERROR_CANDIDATES: usize = 512;
 const MAX_IDENTIFIER_CANDIDATES: usize = 16384;
@@ -31,9 +31,10 @@ const MAX_IDENTIFIER_CANDIDATES: usize = 16384;
 pub fn extract(
     ledger: &Ledger<'_>,
     options: &Options,
+    facts: &FactsCache,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<()> {
-    build(ledger, &plans(ledger, options)?, true, each)
+    build(ledger, &plans(ledger, options)?, true, facts, each)
 }
 
 /// The record of each plan, in plan order; `share_prefixes: false` gives every plan a builder of
@@ -42,6 +43,7 @@ fn build(
     ledger: &Ledger<'_>,
     plans: &[Plan],
     share_prefixes: bool,
+    cache: &FactsCache,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<()> {
     let session = ledger.session_id.as_str();
@@ -67,7 +69,11 @@ fn build(
             chain.take_ending(visit.index, plans, session, &mut records)?;
         }
         // What the lexicons find in a block is worked out once, whichever records cover it.
-        let mut facts: Vec<Option<Facts<'_>>> = visit.blocks.iter().map(|_| None).collect();
+        let mut facts: Vec<BlockFacts> = visit
+            .blocks
+            .iter()
+            .map(|_| BlockFacts::new(cache))
+            .collect();
         for chain in chains.iter_mut().filter(|c| c.wants(visit.index)) {
             for (block, facts) in visit.blocks.iter().zip(&mut facts) {
                 chain.builder.add(block, chain.fold_event, cwd, facts);
@@ -90,7 +96,7 @@ fn build(
                         .entry(edit)
                         .or_insert_with(|| ledger.edited(visit, edit));
                     for block in blocks.iter().flatten() {
-                        builder.add(block, plan.fold_event, cwd, &mut None);
+                        builder.add(block, plan.fold_event, cwd, &mut BlockFacts::new(cache));
                     }
                 }
             }
@@ -197,12 +203,12 @@ struct Builder {
 }
 
 impl Builder {
-    fn add<'b>(
+    fn add(
         &mut self,
-        block: &'b Block,
+        block: &Block,
         fold_event: bool,
         cwd: Option<&str>,
-        facts: &mut Option<Facts<'b>>,
+        facts: &mut BlockFacts<'_>,
     ) {
         self.order += 1;
         match block.kind {
@@ -234,17 +240,17 @@ impl Builder {
         if !folded {
             return;
         }
-        let facts = facts.get_or_insert_with(|| Facts::of(block));
-        self.span(block, &facts.sha256);
-        for (line, marker, shape) in &facts.errors {
+        let (facts, text) = (facts.of(block), block.text.as_str());
+        self.span(block, facts.sha256());
+        for (line, marker, shape) in facts.errors(text) {
             self.errors.offer(line, marker, shape, self.order);
         }
-        for command in &facts.commands {
+        for command in facts.commands(text) {
             self.command(command.to_string());
         }
         self.identifiers
-            .offer_block(&block.text, &facts.identifiers, facts.large, self.order);
-        for path in &facts.paths {
+            .offer_block(text, facts.identifiers(text), facts.large(), self.order);
+        for path in facts.paths(text) {
             self.output_file(path, cwd);
         }
     }
@@ -325,53 +331,21 @@ impl Builder {
     }
 }
 
-/// What the lexicons find in one folded block, borrowed from its text.
-struct Facts<'b> {
-    sha256: String,
-    /// From a large tool output: its identifiers rank first.
-    large: bool,
-    /// (the clipped line, its marker, its shape)
-    errors: Vec<(&'b str, &'b str, String)>,
-    commands: Vec<&'b str>,
-    /// Each identifier once, in the order first met, with how often the block has it: a block
-    /// covered by several records is offered to each, and logs repeat their tokens.
-    identifiers: Vec<(&'b str, u32)>,
-    paths: Vec<&'b str>,
+/// A block's facts, found when a record first needs them, once whichever records do.
+struct BlockFacts<'c> {
+    cache: &'c FactsCache,
+    facts: Option<Arc<Facts>>,
 }
 
-impl<'b> Facts<'b> {
-    fn of(block: &'b Block) -> Self {
-        let text = block.text.as_str();
-        let result = block.kind == BlockKind::ToolResult;
-        let mut facts = Facts {
-            sha256: sha256_hex(text),
-            large: result && text.len() >= LARGE_OUTPUT_BYTES,
-            errors: Vec::new(),
-            commands: Vec::new(),
-            identifiers: Vec::new(),
-            paths: Vec::new(),
-        };
-        errors::error_lines(text, |line, marker| {
-            let line = errors::clip(line, MAX_ERROR_CHARS);
-            facts.errors.push((line, marker, errors::shape(line)))
-        });
-        if result {
-            for line in text.lines() {
-                if let Some(command) = commands::prompt_command(line.trim()) {
-                    facts.commands.push(command);
-                }
-            }
-        }
-        let mut seen: Map<&str, usize> = Map::default();
-        identifiers::identifiers(text, |token| match seen.get(token) {
-            Some(&at) => facts.identifiers[at].1 = facts.identifiers[at].1.saturating_add(1),
-            None => {
-                seen.insert(token, facts.identifiers.len());
-                facts.identifiers.push((token, 1));
-            }
-        });
-        files::paths_in(text, |path| facts.paths.push(path));
-        facts
+impl<'c> BlockFacts<'c> {
+    fn new(cache: &'c FactsCache) -> Self {
+        Self { cache, facts: None }
+    }
+
+    fn of(&mut self, block: &Block) -> &Facts {
+        let cache = self.cache;
+        self.facts
+            .get_or_insert_with(|| cache.of(&block.text, block.kind == BlockKind::ToolResult))
     }
 }
 
@@ -474,11 +448,17 @@ struct IdentifierCandidate {
 impl IdentifierPicker {
     /// Offer a block's identifiers (`distinct`, from `text`), as the contract does: one token at a
     /// time, in order, pruning whenever the candidates overflow.
-    fn offer_block(&mut self, text: &str, distinct: &[(&str, u32)], large: bool, order: u64) {
+    fn offer_block<'t>(
+        &mut self,
+        text: &str,
+        distinct: impl ExactSizeIterator<Item = (&'t str, u32)>,
+        large: bool,
+        order: u64,
+    ) {
         // A block that cannot overflow the candidates prunes nothing, and then offering each token
         // once with its count gives the same counts, flags and orders as offering it each time.
         if self.candidates.len() + distinct.len() <= MAX_IDENTIFIER_CANDIDATES {
-            for &(token, times) in distinct {
+            for (token, times) in distinct {
                 self.add(token, times, large, order);
             }
             return;
@@ -546,45 +526,89 @@ mod tests {
     use super::*;
     use crate::ledger::FileSource;
 
-    #[test]
-    fn records_of_prefix_plans_sharing_a_builder_are_those_of_one_builder_each() {
+    /// Every committed fixture that scans as a ledger, with its path.
+    fn fixture_ledgers() -> Vec<(std::path::PathBuf, FileSource)> {
         let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let mut shared_some = 0;
+        let mut found = Vec::new();
         for agent in ["codex", "pi", "claude"] {
             for entry in std::fs::read_dir(fixtures.join(agent)).unwrap() {
                 let path = entry.unwrap().path();
-                if path.extension().is_none_or(|e| e != "jsonl") {
-                    continue;
-                }
                 let source = FileSource(path.clone());
-                let Ok(ledger) = Ledger::scan(&source) else {
-                    continue;
-                };
-                let options = Options {
-                    final_record: true,
-                    through: None,
-                };
-                let plans = plans(&ledger, &options).unwrap();
-                shared_some +=
-                    usize::from(plans.iter().filter(|p| p.prefix().is_some()).count() > 1);
-                let records = |share_prefixes| {
-                    let mut records = Vec::new();
-                    build(&ledger, &plans, share_prefixes, &mut |r| {
-                        records.push(r);
-                        Ok(())
-                    })
-                    .unwrap();
-                    records
-                };
-                let shared = records(true);
-                assert_eq!(shared.len(), plans.len(), "{}", path.display());
-                assert_eq!(shared, records(false), "{}", path.display());
+                if path.extension().is_some_and(|e| e == "jsonl") && Ledger::scan(&source).is_ok() {
+                    found.push((path, source));
+                }
             }
+        }
+        assert!(found.len() > 10, "the fixtures are there");
+        found
+    }
+
+    const FINAL: Options = Options {
+        final_record: true,
+        through: None,
+    };
+
+    fn records(
+        ledger: &Ledger<'_>,
+        plans: &[Plan],
+        share: bool,
+        facts: &FactsCache,
+    ) -> Vec<FoldIndex> {
+        let mut records = Vec::new();
+        build(ledger, plans, share, facts, &mut |r| {
+            records.push(r);
+            Ok(())
+        })
+        .unwrap();
+        records
+    }
+
+    #[test]
+    fn records_of_prefix_plans_sharing_a_builder_are_those_of_one_builder_each() {
+        let mut shared_some = 0;
+        for (path, source) in fixture_ledgers() {
+            let ledger = Ledger::scan(&source).unwrap();
+            let plans = plans(&ledger, &FINAL).unwrap();
+            shared_some += usize::from(plans.iter().filter(|p| p.prefix().is_some()).count() > 1);
+            let shared = records(&ledger, &plans, true, &FactsCache::default());
+            assert_eq!(shared.len(), plans.len(), "{}", path.display());
+            assert_eq!(
+                shared,
+                records(&ledger, &plans, false, &FactsCache::default()),
+                "{}",
+                path.display()
+            );
         }
         assert!(
             shared_some > 0,
             "no fixture has two prefix plans to share a builder"
         );
+    }
+
+    #[test]
+    fn records_made_with_facts_found_in_other_sessions_are_those_made_afresh() {
+        let fixtures = fixture_ledgers();
+        // One cache that has seen every fixture, and one too small to keep more than a text.
+        let (warm, tiny) = (FactsCache::default(), FactsCache::new(0));
+        for cache in [&warm, &tiny] {
+            for (_, source) in &fixtures {
+                let ledger = Ledger::scan(source).unwrap();
+                records(&ledger, &plans(&ledger, &FINAL).unwrap(), true, cache);
+            }
+        }
+        for (path, source) in &fixtures {
+            let ledger = Ledger::scan(source).unwrap();
+            let plans = plans(&ledger, &FINAL).unwrap();
+            let afresh = records(&ledger, &plans, true, &FactsCache::default());
+            for cache in [&warm, &tiny] {
+                assert_eq!(
+                    records(&ledger, &plans, true, cache),
+                    afresh,
+                    "{}",
+                    path.display()
+                );
+            }
+        }
     }
 
     fn record(seq: u64) -> FoldIndex {
@@ -614,12 +638,8 @@ mod tests {
                 .join("tests/fixtures/codex/rollout-2026-03-02T10-00-00-0f1d0000-0000-7000-8000-000000000001.jsonl"),
         );
         let ledger = Ledger::scan(&source).unwrap();
-        let options = Options {
-            final_record: true,
-            through: None,
-        };
         let mut calls = 0;
-        let result = extract(&ledger, &options, &mut |_| {
+        let result = extract(&ledger, &FINAL, &FactsCache::default(), &mut |_| {
             calls += 1;
             Err(crate::error::Error::usage("receiver full"))
         });

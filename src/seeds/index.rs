@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::catalog::{self, Batch, Catalog};
 use super::extract::extract;
+use super::facts::FactsCache;
 use super::plan::Options;
 use super::record::{FoldIndex, HARNESS};
 use super::union::Union;
@@ -255,8 +256,14 @@ impl Batcher {
 /// compaction and a final one over its active branch), as batches of what `held` lacks: each
 /// full batch given to `put` as it is made, the last one kept in the [`Staged`] for the caller to
 /// store.
-pub fn stage(session: &str, held: Held, source: &dyn Source, put: &mut Put<'_>) -> Result<Staged> {
-    stage_in(BATCH_BYTES, session, held, source, put)
+pub fn stage(
+    session: &str,
+    held: Held,
+    source: &dyn Source,
+    facts: &FactsCache,
+    put: &mut Put<'_>,
+) -> Result<Staged> {
+    stage_in(BATCH_BYTES, session, held, source, facts, put)
 }
 
 /// [`stage`] in batches of `limit` bytes.
@@ -265,6 +272,7 @@ fn stage_in(
     session: &str,
     held: Held,
     source: &dyn Source,
+    facts: &FactsCache,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
     let basis = held.basis.clone();
@@ -276,6 +284,7 @@ fn stage_in(
             final_record: true,
             through: None,
         },
+        facts,
         &mut |record| batcher.record(record, put),
     )?;
     let (batches, last) = batcher.finish();
@@ -372,12 +381,17 @@ fn put_loose(store: &Store, session: &str, bytes: &[u8]) -> Result<Batch> {
 
 /// Index a folded session read from the store: its records not held yet are appended, in loose
 /// objects. Returns how many.
-pub fn index_folded_session(store: &Store, manifest: &Manifest) -> Result<usize> {
+pub fn index_folded_session(
+    store: &Store,
+    manifest: &Manifest,
+    facts: &FactsCache,
+) -> Result<usize> {
     let session = &manifest.session.id;
     let mut catalog = Catalog::load(store)?;
     let held = Held::of(store, &catalog, session)?;
     let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, session, bytes).map(drop);
-    let mut staged = stage(session, held, &StoreSource { store, manifest }, &mut put)?;
+    let source = StoreSource { store, manifest };
+    let mut staged = stage(session, held, &source, facts, &mut put)?;
     if let Some((digest, bytes)) = staged.take_object() {
         put(&digest, &bytes)?;
     }
@@ -510,7 +524,15 @@ mod tests {
             stored.push(bytes.to_vec());
             Ok(())
         };
-        let mut staged = stage_in(limit, SESSION, held, &source(), &mut put).unwrap();
+        let mut staged = stage_in(
+            limit,
+            SESSION,
+            held,
+            &source(),
+            &FactsCache::default(),
+            &mut put,
+        )
+        .unwrap();
         if let Some((digest, bytes)) = staged.take_object() {
             put(&digest, &bytes).unwrap();
         }

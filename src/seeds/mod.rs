@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod extract;
+pub mod facts;
 pub mod index;
 pub mod lexicon;
 pub mod plan;
