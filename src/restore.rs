@@ -1,12 +1,15 @@
 //! Restoring folded sessions, one or many: which session each argument names (an id, a unique
 //! prefix of one, `ID@N`, or the path of a session file), where each goes (its place under this
 //! machine's agent homes, a file, or a folder under its own name), and the restores themselves, in
-//! parallel on every core, each verified and each reported on its own.
+//! parallel on every core, each verified and each reported on its own, put in place in groups
+//! behind one durability barrier.
 //!
-//! Not for: writing one file (`store::reconstruct::restore_file`), or computing an agent's place
+//! Not for: writing one file (`store::reconstruct::write_beside`), or computing an agent's place
 //! (`agents::place`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -15,8 +18,13 @@ use crate::agents::Homes;
 use crate::agents::place::default_target;
 use crate::error::{Error, Result};
 use crate::store::manifest::{Manifest, Session};
-use crate::store::reconstruct::{Restored, restore_file};
+use crate::store::reconstruct::{Beside, Restored, write_beside};
 use crate::store::{Store, check_session_id, create_private_dir, generations, restore_temp};
+
+/// Restored files are put in place in groups of this many: they are written and verified beside
+/// their targets, one `syncfs` of each filesystem they go to makes them durable, then they are
+/// renamed into place and each folder is fsynced once; not two fsyncs for every file.
+pub const GROUP_FILES: usize = 64;
 
 /// Where the sessions go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,10 +120,10 @@ fn target_of(manifest: &Manifest, to: &To, homes: Option<&Homes>) -> Result<Path
     }
 }
 
-/// Restore every request to `to`, several at once, each verified; `done` is called (from any
-/// thread) as each ends. Returns the outcomes in the order of `requests`. A request that fails
-/// fails alone: the others go on. Two requests for one target are one restore when they name the
-/// same bytes, and the later fails otherwise.
+/// Restore every request to `to`, several at once, each verified; `done` is called as each ends.
+/// Returns the outcomes in the order of `requests`. A request that fails fails alone: the others
+/// go on. Two requests for one target are one restore when they name the same bytes, and the later
+/// fails otherwise.
 pub fn restore_all(
     store: &Store,
     requests: &[Request],
@@ -138,16 +146,18 @@ pub fn restore_all(
             Ok(Planned { manifest, target })
         })
         .collect();
-    let planned = one_restore_per_target(planned, requests);
-    Ok(requests
-        .par_iter()
-        .zip(planned)
-        .map(|(request, planned)| {
-            let outcome = restore_one(store, request, planned, overwrite);
-            done();
-            outcome
-        })
-        .collect())
+    let mut planned = one_restore_per_target(planned, requests).into_iter();
+    let mut outcomes = Vec::with_capacity(requests.len());
+    for group in requests.chunks(GROUP_FILES) {
+        let plans: Vec<_> = planned.by_ref().take(group.len()).collect();
+        let written: Vec<Written> = group
+            .par_iter()
+            .zip(plans)
+            .map(|(request, planned)| write_one(store, request, planned, overwrite))
+            .collect();
+        outcomes.extend(place(written).into_iter().inspect(|_| done()));
+    }
+    Ok(outcomes)
 }
 
 /// `None` for a request whose target an earlier request restores already, with the same bytes;
@@ -180,12 +190,19 @@ fn one_restore_per_target(
         .collect()
 }
 
-fn restore_one(
+/// A request's outcome so far, and its session written beside its target when it is to be put in
+/// place.
+struct Written {
+    outcome: Outcome,
+    beside: Option<(Beside, Manifest)>,
+}
+
+fn write_one(
     store: &Store,
     request: &Request,
     planned: Option<Result<Planned>>,
     overwrite: bool,
-) -> Outcome {
+) -> Written {
     let mut outcome = Outcome {
         name: request.name.clone(),
         session: None,
@@ -194,23 +211,88 @@ fn restore_one(
         swept: Vec::new(),
         result: Ok(Restored::InPlace),
     };
-    let planned = match planned {
-        None => return outcome,
-        Some(Ok(planned)) => planned,
-        Some(Err(e)) => {
-            outcome.result = Err(e);
-            return outcome;
+    let mut beside = None;
+    match planned {
+        None => {}
+        Some(Err(e)) => outcome.result = Err(e),
+        Some(Ok(Planned { manifest, target })) => {
+            outcome.session = Some(manifest.session.id.clone());
+            outcome.bytes = manifest.source.bytes;
+            let written = restore_temp::sweep(&target).and_then(|swept| {
+                outcome.swept = swept;
+                write_beside(store, &manifest, &target, overwrite)
+            });
+            outcome.target = Some(target);
+            match written {
+                Ok(written) => beside = written.map(|written| (written, manifest)),
+                Err(e) => outcome.result = Err(e),
+            }
         }
-    };
-    let Planned { manifest, target } = planned;
-    outcome.session = Some(manifest.session.id.clone());
-    outcome.bytes = manifest.source.bytes;
-    outcome.result = restore_temp::sweep(&target).and_then(|swept| {
-        outcome.swept = swept;
-        restore_file(store, &manifest, &target, overwrite)
-    });
-    outcome.target = Some(target);
-    outcome
+    }
+    Written { outcome, beside }
+}
+
+/// Put a group's written sessions in place (see [`GROUP_FILES`]); one alone is fsynced alone, since
+/// a barrier would flush whatever else its filesystem holds.
+fn place(group: Vec<Written>) -> Vec<Outcome> {
+    let dirs: Vec<&Path> = group
+        .iter()
+        .filter_map(|w| Some(w.beside.as_ref()?.0.dir()))
+        .collect();
+    let barrier = (dirs.len() > 1).then(|| sync_filesystems(&dirs));
+    let mut placed: Vec<(usize, PathBuf)> = Vec::new();
+    let mut outcomes = Vec::with_capacity(group.len());
+    for (at, written) in group.into_iter().enumerate() {
+        let Written {
+            mut outcome,
+            beside,
+        } = written;
+        if let Some((beside, manifest)) = beside {
+            outcome.result = match &barrier {
+                None => beside.commit(&manifest),
+                Some(Ok(())) => {
+                    placed.push((at, beside.dir().to_path_buf()));
+                    beside.place_synced(&manifest)
+                }
+                Some(Err((dir, e))) => Err(Error::io("sync the filesystem of", dir, again(e))),
+            };
+        }
+        outcomes.push(outcome);
+    }
+    // Each folder once, for every rename into it.
+    let folders: BTreeSet<&PathBuf> = placed.iter().map(|(_, dir)| dir).collect();
+    for dir in folders {
+        let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) else {
+            continue;
+        };
+        for (at, _) in placed.iter().filter(|(_, d)| d == dir) {
+            if outcomes[*at].result.is_ok() {
+                outcomes[*at].result = Err(Error::io("fsync directory", dir, again(&e)));
+            }
+        }
+    }
+    outcomes
+}
+
+/// One `syncfs` for each filesystem that holds one of `dirs`: what was written there is durable.
+fn sync_filesystems(dirs: &[&Path]) -> std::result::Result<(), (PathBuf, io::Error)> {
+    let mut synced = BTreeSet::new();
+    for dir in dirs {
+        let failed = |e: io::Error| (dir.to_path_buf(), e);
+        let folder = std::fs::File::open(dir).map_err(failed)?;
+        if synced.insert(folder.metadata().map_err(failed)?.dev()) {
+            rustix::fs::syncfs(&folder).map_err(|e| failed(e.into()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The same error again, for each restore it fails.
+fn again(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -610,3 +610,80 @@ impl Homes {
             .clone()
     }
 }
+
+#[test]
+fn more_sessions_than_one_group_restore_to_a_folder_and_a_refused_one_fails_alone() {
+    let env = Env::new();
+    let sources = env.path("plain");
+    fs::create_dir(&sources).unwrap();
+    let count = ctxfold::restore::GROUP_FILES + 7;
+    let mut files = Vec::new();
+    for i in 0..count {
+        let path = sources.join(format!("s{i:03}.jsonl"));
+        let line = format!("{{\"n\":{i},\"text\":\"{}\"}}\n", "x".repeat(i * 97));
+        fs::write(&path, line).unwrap();
+        files.push(path);
+    }
+    let mut fold = vec!["fold".to_string(), "--apply".into()];
+    fold.extend(files.iter().map(|p| p.display().to_string()));
+    env.run("ctxfold", &fold).ok();
+    let out = env.path("out");
+    fs::create_dir(&out).unwrap();
+    // A target in the second group holds other bytes: refused, the rest of its group restores.
+    let taken = out.join(format!("s{:03}.jsonl", ctxfold::restore::GROUP_FILES + 2));
+    fs::write(&taken, "other bytes").unwrap();
+    let to = format!("{}/", out.display());
+    let run = env
+        .run("ctxfold", ["restore", "--all", "--to", &to])
+        .fails(3);
+    assert!(
+        run.stderr
+            .contains(&format!("restored {} sessions, 1 failed", count - 1)),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fs::read(&taken).unwrap(), b"other bytes");
+    let restored = |out: &std::path::Path| {
+        let mut names: Vec<String> = fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // Every session under its own name, and no temp file left.
+    let expected: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(restored(&out), expected);
+    for file in &files {
+        let at = out.join(file.file_name().unwrap());
+        if at != taken {
+            assert_eq!(
+                fs::read(&at).unwrap(),
+                fs::read(file).unwrap(),
+                "{}",
+                at.display()
+            );
+            assert_eq!(fs::metadata(&at).unwrap().mode() & 0o777, 0o600);
+        }
+    }
+    // With --overwrite it is replaced, and the others are in place already.
+    let run = env
+        .run("ctxfold", ["restore", "--all", "--to", &to, "--overwrite"])
+        .ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "restored 1 session, {} already in place",
+            count - 1
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        fs::read(&taken).unwrap(),
+        fs::read(&files[ctxfold::restore::GROUP_FILES + 2]).unwrap()
+    );
+    assert_eq!(restored(&out), expected);
+}

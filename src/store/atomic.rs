@@ -62,6 +62,15 @@ impl Pending {
             .map_err(|e| Error::io("rename into", target, e.error))
     }
 
+    /// Rename to `target` (never replacing an existing file unless `overwrite`) without any
+    /// fsync: for a file made durable already, its folder fsynced after.
+    pub fn place_unsynced(self, target: &Path, overwrite: bool) -> Result<Committed> {
+        match overwrite {
+            true => self.replace_unsynced(target).map(|()| Committed::Written),
+            false => self.commit_unsynced(target),
+        }
+    }
+
     /// fsync, then rename to `target` (never replacing an existing file unless `overwrite`),
     /// then fsync the target's directory so the rename itself is durable.
     pub fn commit(self, target: &Path, overwrite: bool) -> Result<Committed> {
@@ -69,14 +78,7 @@ impl Pending {
             .as_file()
             .sync_all()
             .with_path("fsync", self.file.path())?;
-        let outcome = if overwrite {
-            self.file
-                .persist(target)
-                .map_err(|e| Error::io("rename into", target, e.error))?;
-            Committed::Written
-        } else {
-            self.commit_unsynced(target)?
-        };
+        let outcome = self.place_unsynced(target, overwrite)?;
         if outcome == Committed::Written {
             sync_parent(target)?;
         }

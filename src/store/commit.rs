@@ -91,10 +91,7 @@ impl Store {
     /// Rename a durable temp file into place (never over an existing manifest unless `overwrite`).
     fn place(&self, pending: Pending, manifest: &Manifest, overwrite: bool) -> Result<()> {
         let target = self.manifest_path(&manifest.session.id);
-        if overwrite {
-            return pending.replace_unsynced(&target);
-        }
-        match pending.commit_unsynced(&target)? {
+        match pending.place_unsynced(&target, overwrite)? {
             Committed::Written => Ok(()),
             Committed::AlreadyThere => Err(Error::manifest_exists(&manifest.session.id)),
         }

@@ -3,11 +3,13 @@
 //! name; the whole against the source's sha256 and size.
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use super::Store;
+use super::atomic::{Committed, Pending};
 use super::manifest::Manifest;
 use crate::digest::HashingWriter;
-use crate::error::{Cause, Error, Result};
+use crate::error::{Cause, Error, IoContext, Result};
 use crate::odb::Check;
 
 /// Write the session's bytes to `out`, verifying as they stream. On error, `out` may hold a
@@ -154,23 +156,21 @@ pub enum Restored {
     InPlace,
 }
 
-/// Restore a folded session to `target`: a temp file beside it, written and verified, fsynced,
-/// then renamed into place (never over an existing file unless `overwrite`). A target that holds
-/// the session's bytes already (its size and sha256) is left as it is: the session is in place.
-/// On any failure the target is untouched and the temp file is gone (or, if the process is killed,
-/// left for the next restore of the target to remove: see `restore_temp`). Missing parent
-/// directories are created private.
-pub fn restore_file(
+/// The first half of restoring a folded session to `target`: a temp file beside it, written and
+/// verified (`None`: the target holds the session's bytes already, its size and sha256, and is
+/// left as it is). [`Beside::commit`] or [`Beside::place_synced`] puts it in place, never over an
+/// existing file unless `overwrite`. On any failure the target is untouched and the temp file is
+/// gone (or, if the process is killed, left for the next restore of the target to remove: see
+/// `restore_temp`). Missing parent directories are created private.
+pub fn write_beside(
     store: &Store,
     manifest: &Manifest,
-    target: &std::path::Path,
+    target: &Path,
     overwrite: bool,
-) -> Result<Restored> {
-    use super::atomic::Committed;
-    use crate::error::IoContext;
+) -> Result<Option<Beside>> {
     if target.symlink_metadata().is_ok() {
         if holds(target, manifest)? {
-            return Ok(Restored::InPlace);
+            return Ok(None);
         }
         if !overwrite {
             return Err(Error::refused(format!(
@@ -181,7 +181,7 @@ pub fn restore_file(
     }
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
+        _ => PathBuf::from("."),
     };
     super::create_private_dir(&dir)?;
     let mut pending = super::restore_temp::create(&dir, target)?;
@@ -191,7 +191,47 @@ pub fn restore_file(
         .map_err(|e| e.on_target(target.display()))?;
     buffered.flush().with_path("write", target)?;
     drop(buffered);
-    match pending.commit(target, overwrite)? {
+    Ok(Some(Beside {
+        pending,
+        target: target.to_path_buf(),
+        dir,
+        overwrite,
+    }))
+}
+
+/// A restored session written and verified beside its target ([`write_beside`]).
+pub struct Beside {
+    pending: Pending,
+    target: PathBuf,
+    /// The target's folder.
+    dir: PathBuf,
+    overwrite: bool,
+}
+
+impl Beside {
+    /// The folder it goes into.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Put it in place on its own: fsynced, renamed, its folder fsynced.
+    pub fn commit(self, manifest: &Manifest) -> Result<Restored> {
+        let committed = self.pending.commit(&self.target, self.overwrite)?;
+        settle(committed, &self.target, manifest)
+    }
+
+    /// Put it in place once a barrier over its filesystem made it durable: renamed only, its
+    /// folder to be fsynced by the caller.
+    pub fn place_synced(self, manifest: &Manifest) -> Result<Restored> {
+        let committed = self.pending.place_unsynced(&self.target, self.overwrite)?;
+        settle(committed, &self.target, manifest)
+    }
+}
+
+/// What a rename that found its target taken (without `overwrite`) means: the session is in
+/// place if what appeared holds it.
+fn settle(committed: Committed, target: &Path, manifest: &Manifest) -> Result<Restored> {
+    match committed {
         Committed::Written => Ok(Restored::Written),
         Committed::AlreadyThere if holds(target, manifest)? => Ok(Restored::InPlace),
         Committed::AlreadyThere => Err(Error::refused(format!(
@@ -203,8 +243,7 @@ pub fn restore_file(
 
 /// Whether `target` is a regular file holding exactly the session's bytes (its size, then its
 /// sha256: a file of another size is not read).
-fn holds(target: &std::path::Path, manifest: &Manifest) -> Result<bool> {
-    use crate::error::IoContext;
+fn holds(target: &Path, manifest: &Manifest) -> Result<bool> {
     let meta = target.symlink_metadata().with_path("stat", target)?;
     if !meta.is_file() || meta.len() != manifest.source.bytes {
         return Ok(false);
