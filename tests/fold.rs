@@ -217,15 +217,58 @@ fn apply_then_restore_gives_every_file_back_byte_for_byte_in(env: Env, homes: Ho
     assert!(stored().contains("\"harness\":\"ctxfold\""));
     // Nothing of it is left as a file: the store keeps it in objects the catalog lists.
     assert!(!env.store.join("context-fold").exists());
+    // Unchanged, and the session's index unchanged since: not read again.
+    let merged_already = |run: &common::Run| {
+        run.stdout_text()
+            .lines()
+            .any(|l| l.contains(&homes.sessions[5].id) && l.contains("merged already from"))
+    };
+    let seeds = || Env::snapshot(&env.store.join("seeds"));
+    let before = seeds();
+    assert!(merged_already(
+        &env.run("ctxfold", ["fold", "--apply"]).ok()
+    ));
+    assert_eq!(seeds(), before);
+    // The cache of what was merged is a cache: without it the file is merged again, adding nothing.
+    fs::remove_file(env.store.join("cache/seed-merges.jsonl")).unwrap();
+    let run = env.run("ctxfold", ["fold", "--apply"]).ok();
+    assert!(
+        run.stdout_text().contains("merged 0 new lines from"),
+        "{}",
+        run.stdout_text()
+    );
+    assert_eq!(seeds(), before);
     fs::write(
         &homes.seed_index,
         b"{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n",
     )
     .unwrap();
-    env.run("ctxfold", ["fold", "--apply"]).ok();
+    // Changed: merged as a union.
+    assert!(!merged_already(
+        &env.run("ctxfold", ["fold", "--apply"]).ok()
+    ));
     assert_eq!(
         foreign_lines(&stored()),
         "{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n{\"v\":2,\"kind\":\"fold\",\"seq\":2}\n{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n"
+    );
+    assert!(merged_already(
+        &env.run("ctxfold", ["fold", "--apply"]).ok()
+    ));
+    // The session's index changed by other means (its batches forgotten): merged again.
+    let catalog = env.store.join("seeds/catalog.jsonl");
+    let kept: String = fs::read_to_string(&catalog)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(&homes.sessions[5].id))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(&catalog, kept).unwrap();
+    assert!(!merged_already(
+        &env.run("ctxfold", ["fold", "--apply"]).ok()
+    ));
+    assert_eq!(
+        foreign_lines(&stored()),
+        "{\"v\":2,\"kind\":\"fold\",\"seq\":3}\n{\"v\":2,\"kind\":\"fold\",\"seq\":1}\n"
     );
 }
 

@@ -11,10 +11,10 @@ use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::{AgentArgs, LevelArgs, SettingsArgs, report_discovery};
 use crate::error::Result;
 use crate::fold::compare::State;
+use crate::fold::merges::Merges;
 use crate::fold::run::{Progress, fold_all};
 use crate::fold::{Action, Options, Removal, Report};
 use crate::interrupt::Interrupt;
-use crate::seeds::index::union_file;
 use crate::sources::{Discovery, discover};
 use crate::store::Store;
 use crate::store::lock::Mode as LockMode;
@@ -78,7 +78,8 @@ use crate::store::writer::WriteStats;
 /// seed records that the store's seed index of the session lacks are appended to it. The Pi
 /// context-fold extension's seed indexes (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are
 /// merged under --apply into the store's as a union of lines, so the index outlives a removed
-/// source; the extension's files are never changed. The store keeps seed indexes compressed, as
+/// source; the extension's files are never changed, and one unchanged since it was merged (into a
+/// session index unchanged since) is not read again. The store keeps seed indexes compressed, as
 /// objects packed with the sessions' (see ctxfold-read-seeds). New objects are compressed with the
 /// store's current zstd dictionary, if one was trained (ctxfold-train-dict), which the manifest
 /// names. A progress bar shows on a terminal.
@@ -239,19 +240,23 @@ impl Command for FoldArgs {
             ));
             return Ok(Status::Interrupted);
         }
+        let mut merges = match self.apply && !discovery.seed_indexes.is_empty() {
+            true => Some(Merges::load(&store)?),
+            false => None,
+        };
         for index in &discovery.seed_indexes {
-            let merged = match self.apply {
-                true => union_file(&store, &index.session_id, &index.path),
-                false => crate::store::check_session_id(&index.session_id).map(|()| 0),
+            let merged = match &mut merges {
+                Some(merges) => merges.merge(&store, index),
+                None => crate::store::check_session_id(&index.session_id).map(|()| Some(0)),
             };
             match merged {
                 Ok(lines) => {
-                    totals.seed_index_lines += lines as u64;
+                    totals.seed_index_lines += lines.unwrap_or(0) as u64;
                     if !self.json {
-                        let verb = if self.apply {
-                            format!("merged {lines} new lines")
-                        } else {
-                            "would merge".into()
+                        let verb = match lines {
+                            _ if !self.apply => "would merge".into(),
+                            Some(lines) => format!("merged {lines} new lines"),
+                            None => "merged already".into(),
                         };
                         emit(
                             io.out,
@@ -268,6 +273,9 @@ impl Command for FoldArgs {
                     io.warn(format_args!("{}: {e}", path(&index.path)));
                 }
             }
+        }
+        if let Some(merges) = &merges {
+            merges.save(&store)?;
         }
         totals.emit(io.out, &self)?;
         if !self.json {

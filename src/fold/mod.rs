@@ -16,6 +16,7 @@
 //! decides and prepares one session; [`run`] folds many, committing them in groups.
 
 pub mod compare;
+pub mod merges;
 pub mod run;
 pub mod stamp;
 pub mod stamps;

@@ -6,12 +6,16 @@
 //! A cache, never a record: it lives in `<store>/cache/stamps.jsonl`, is not mirrored, and a
 //! missing or damaged file (or an entry that does not parse) only means sources are read again.
 //! An entry can only say "these bytes were here at this stamp"; the manifest must agree too.
+//!
+//! The same cache, with what a file's stamp vouches for in place of its bytes, keeps the seed
+//! index files fold merged (`fold::merges`).
 
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::stamp::Stamp;
@@ -20,41 +24,48 @@ use crate::store::Store;
 use crate::store::manifest::Source;
 
 #[derive(Serialize, Deserialize)]
-struct Entry {
+struct Entry<V> {
     path: String,
     #[serde(flatten)]
     stamp: Stamp,
-    source: Source,
+    source: V,
 }
 
-#[derive(Default)]
-pub struct Stamps {
-    file: Option<PathBuf>,
-    entries: Mutex<HashMap<PathBuf, (Stamp, Source)>>,
+/// Each path's stamp when last seen, with what that stamp vouches for (`V`: a source's bytes).
+pub struct Stamps<V = Source> {
+    file: PathBuf,
+    entries: Mutex<HashMap<PathBuf, (Stamp, V)>>,
     changed: Mutex<bool>,
 }
 
 impl Stamps {
     /// The cache of `store` (empty when it has none yet).
     pub fn load(store: &Store) -> Self {
-        let file = store.cache_dir().join("stamps.jsonl");
+        Self::load_named(store, "stamps.jsonl")
+    }
+}
+
+impl<V: Copy + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
+    /// The cache `<store>/cache/<name>` (empty when there is none yet).
+    pub fn load_named(store: &Store, name: &str) -> Self {
+        let file = store.cache_dir().join(name);
         let mut entries = HashMap::new();
         if let Ok(reader) = std::fs::File::open(&file).map(std::io::BufReader::new) {
             for line in reader.lines().map_while(|l| l.ok()) {
-                if let Ok(entry) = serde_json::from_str::<Entry>(&line) {
+                if let Ok(entry) = serde_json::from_str::<Entry<V>>(&line) {
                     entries.insert(PathBuf::from(entry.path), (entry.stamp, entry.source));
                 }
             }
         }
         Self {
-            file: Some(file),
+            file,
             entries: Mutex::new(entries),
             changed: Mutex::new(false),
         }
     }
 
     /// Whether `path`, now at `stamp`, held `source`'s bytes when last seen.
-    pub fn knows(&self, path: &Path, stamp: &Stamp, source: &Source) -> bool {
+    pub fn knows(&self, path: &Path, stamp: &Stamp, source: &V) -> bool {
         self.entries
             .lock()
             .expect("never poisoned")
@@ -63,7 +74,7 @@ impl Stamps {
     }
 
     /// `path` at `stamp` holds `source`'s bytes (they were just read, or just folded).
-    pub fn record(&self, path: &Path, stamp: &Stamp, source: &Source) {
+    pub fn record(&self, path: &Path, stamp: &Stamp, source: &V) {
         let previous = self
             .entries
             .lock()
@@ -77,9 +88,6 @@ impl Stamps {
     /// Write the cache back (atomically) if anything changed. Entries of sources that are gone
     /// are dropped.
     pub fn save(&self, store: &Store) -> Result<()> {
-        let Some(file) = &self.file else {
-            return Ok(());
-        };
         if !*self.changed.lock().expect("never poisoned") {
             return Ok(());
         }
@@ -99,7 +107,7 @@ impl Stamps {
             text.push(b'\n');
         }
         crate::store::create_private_dir(&store.cache_dir())?;
-        crate::store::atomic::write_file(&store.tmp_dir(), ".stamps-", file, &text, true)?;
+        crate::store::atomic::write_file(&store.tmp_dir(), ".stamps-", &self.file, &text, true)?;
         Ok(())
     }
 }
