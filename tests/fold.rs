@@ -946,3 +946,47 @@ fn totals_say_folded_after_apply_and_paths_under_home_read_as_tilde() {
         one.path.to_str().unwrap()
     );
 }
+
+#[test]
+fn a_fold_with_seeds_indexes_what_a_fold_without_left_unindexed() {
+    homes::each_set(a_fold_with_seeds_indexes_what_a_fold_without_left_unindexed_in);
+}
+
+fn a_fold_with_seeds_indexes_what_a_fold_without_left_unindexed_in(env: Env, homes: Homes) {
+    env.run("ctxfold", ["fold", "--apply", "--no-seeds"]).ok();
+    let unindexed: Vec<&str> = homes
+        .sessions
+        .iter()
+        .filter(|s| env.stored_seed_index(&env.store, &s.id).is_empty())
+        .map(|s| s.id.as_str())
+        .collect();
+    assert!(unindexed.len() >= 4, "{unindexed:?}");
+    // Up to date, each is indexed from the store: the records a fold with seeds gives.
+    let run = env.run("ctxfold", ["fold", "--apply", "--json"]).ok();
+    let reports = json_lines(&run.stdout);
+    let direct = env.path("direct");
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", "--store", direct.to_str().unwrap()],
+    )
+    .ok();
+    for id in &unindexed {
+        let report = reports.iter().find(|r| r["id"] == *id).unwrap();
+        assert_eq!(report["action"], "up_to_date", "{report}");
+        assert!(report["seed_records"].as_u64().unwrap() >= 1, "{report}");
+        let stored = env.stored_seed_index(&env.store, id);
+        assert_eq!(stored, env.stored_seed_index(&direct, id), "{id}");
+    }
+    // Then there is nothing left to index: nothing is read again, nothing written.
+    let seeds = Env::snapshot(&env.store.join("seeds"));
+    let run = env.run("ctxfold", ["fold", "--apply", "--json"]).ok();
+    let reports = json_lines(&run.stdout);
+    assert!(
+        reports.iter().all(|r| r["seed_records"].is_null()),
+        "{}",
+        run.stdout_text()
+    );
+    assert_eq!(Env::snapshot(&env.store.join("seeds")), seeds);
+    let human = env.run("ctxfold", ["fold", "--apply", "--no-seeds"]).ok();
+    assert!(!human.stdout_text().contains("indexed:"));
+}

@@ -442,6 +442,9 @@ fn human_line(report: &Report, apply: bool) -> String {
     if report.kept.is_some() {
         line.push_str(&format!("; previous version kept as {}@1", report.id));
     }
+    if let (Action::UpToDate, Some(records)) = (report.action, report.seed_records) {
+        line.push_str(&format!("; indexed: {}", count(records as u64, "seed record")));
+    }
     match report.source {
         Removal::Removed => line.push_str("; source removed"),
         Removal::WouldRemove => line.push_str("; would remove the source"),

@@ -63,6 +63,9 @@ enum Seeds {
     Staged(Box<Staged>),
     /// The source changed after it was folded: extracted from the store instead.
     FromStore,
+    /// Up to date, but without a seed index (folded with `--no-seeds`, or by a fold stopped
+    /// between its commit and its seeds): extracted from the store.
+    Missing,
 }
 
 /// What the workers share.
@@ -200,12 +203,15 @@ impl Run<'_> {
         pack: &mut PackWriter,
     ) -> Seeds {
         // Seeds are defined for agent sessions; any other JSONL file is folded without them.
-        let (Some(manifest), Some(read)) = (&prepared.manifest, prepared.read) else {
-            return Seeds::None;
-        };
         if !self.options.seeds || found.agent.is_none() {
             return Seeds::None;
         }
+        let (Some(manifest), Some(read)) = (&prepared.manifest, prepared.read) else {
+            return match &prepared.current {
+                Some(current) if !self.indexed(&current.session.id) => Seeds::Missing,
+                _ => Seeds::None,
+            };
+        };
         let source = FoldedFile {
             path: found.path.clone(),
             read,
@@ -228,6 +234,13 @@ impl Run<'_> {
                 Seeds::None
             }
         }
+    }
+
+    /// Whether `session` has a seed index (one that cannot be looked up counts as there: a
+    /// missing one is made again by `ctxfold seeds`).
+    fn indexed(&self, session: &str) -> bool {
+        let catalog = self.catalog.lock().expect("never poisoned");
+        index::has_index(self.store, &catalog, session).unwrap_or(true)
     }
 
     /// Put a worker's pack in place, then commit its sessions, but those that name an object of
@@ -422,9 +435,16 @@ fn finish(run: &Run<'_>, pending: Pending) -> Report {
     if let (Some(manifest), Some(stamp)) = (&committed, &prepared.stamp) {
         stamps.record(&found.path, stamp, &manifest.source);
     }
-    if let (Some(manifest), Seeds::FromStore) = (&committed, seeds) {
+    let from_store = match seeds {
+        Seeds::FromStore => committed.as_ref(),
+        Seeds::Missing => prepared.current.as_ref(),
+        Seeds::None | Seeds::Staged(_) => None,
+    };
+    if let Some(manifest) = from_store {
         match index::index_folded_session(store, manifest, &run.facts) {
             Ok(records) => prepared.report.seed_records = Some(records),
+            // A session up to date that is no ledger has nothing to index, as `ctxfold seeds` says.
+            Err(e) if committed.is_none() && matches!(e.cause(), Cause::BadInput { .. }) => {}
             Err(e) => seeds_failed(&mut prepared.report, &e),
         }
     }

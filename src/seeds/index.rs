@@ -37,6 +37,11 @@ pub fn legacy_path(store: &Store, session: &str) -> Result<PathBuf> {
     Ok(store.context_fold_dir().join(session).join(LEGACY_FILE))
 }
 
+/// Whether `session` has a seed index at all: batches in `catalog`, or an older store's file.
+pub fn has_index(store: &Store, catalog: &Catalog, session: &str) -> Result<bool> {
+    Ok(catalog.of(session).next().is_some() || legacy_path(store, session)?.exists())
+}
+
 /// The sessions with a legacy index file, sorted.
 pub fn legacy_sessions(store: &Store) -> Result<Vec<String>> {
     let mut sessions: Vec<String> = entry_names(&store.context_fold_dir())?
