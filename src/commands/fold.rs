@@ -75,7 +75,9 @@ use crate::store::writer::WriteStats;
 ///
 /// Sessions are folded in parallel, one per core. Under --apply each agent's session folded is
 /// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its
-/// seed records that the store's seed index of the session lacks are appended to it. The Pi
+/// seed records that the store's seed index of the session lacks are appended to it. A session up
+/// to date that has no seed index at all (folded with --no-seeds, or by a fold stopped before its
+/// seeds) is indexed from the store. The Pi
 /// context-fold extension's seed indexes (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are
 /// merged under --apply into the store's as a union of lines, so the index outlives a removed
 /// source; the extension's files are never changed, and one unchanged since it was merged (into a
