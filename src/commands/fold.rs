@@ -445,7 +445,10 @@ fn human_line(report: &Report, apply: bool) -> String {
         line.push_str(&format!("; previous version kept as {}@1", report.id));
     }
     if let (Action::UpToDate, Some(records)) = (report.action, report.seed_records) {
-        line.push_str(&format!("; indexed: {}", count(records as u64, "seed record")));
+        line.push_str(&format!(
+            "; indexed: {}",
+            count(records as u64, "seed record")
+        ));
     }
     match report.source {
         Removal::Removed => line.push_str("; source removed"),
