@@ -262,7 +262,7 @@ fn place(group: Vec<Written>) -> Vec<Outcome> {
     // Each folder once, for every rename into it.
     let folders: BTreeSet<&PathBuf> = placed.iter().map(|(_, dir)| dir).collect();
     for dir in folders {
-        let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) else {
+        let Err(e) = crate::store::atomic::fsync_dir(dir) else {
             continue;
         };
         for (at, _) in placed.iter().filter(|(_, d)| d == dir) {

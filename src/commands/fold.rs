@@ -77,11 +77,11 @@ use crate::store::writer::WriteStats;
 /// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its
 /// seed records that the store's seed index of the session lacks are appended to it. A session up
 /// to date that has no seed index at all (folded with --no-seeds, or by a fold stopped before its
-/// seeds) is indexed from the store. The Pi
-/// context-fold extension's seed indexes (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are
-/// merged under --apply into the store's as a union of lines, so the index outlives a removed
-/// source; the extension's files are never changed, and one unchanged since it was merged (into a
-/// session index unchanged since) is not read again. The store keeps seed indexes compressed, as
+/// seeds) is indexed from the store. The Pi context-fold extension's seed indexes
+/// (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are merged under --apply into the store's
+/// as a union of lines, so the index outlives a removed source; the extension's files are never
+/// changed, and one unchanged since it was merged (into a session index unchanged since) is not
+/// read again. The store keeps seed indexes compressed, as
 /// objects packed with the sessions' (see ctxfold-read-seeds). New objects are compressed with the
 /// store's current zstd dictionary, if one was trained (ctxfold-train-dict), which the manifest
 /// names. A progress bar shows on a terminal.

@@ -103,9 +103,12 @@ pub fn sync_parent(path: &Path) -> Result<()> {
 
 /// fsync a directory, making the renames and unlinks in it durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_path("fsync directory", dir)
+    fsync_dir(dir).with_path("fsync directory", dir)
+}
+
+/// [`sync_dir`] with the I/O error as it came, for a caller that reports it more than once.
+pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all())
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
