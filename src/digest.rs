@@ -182,6 +182,10 @@ pub struct Hashed {
     pub fingerprint: Fingerprint,
 }
 
+/// What a [`HashingReader`] hashed and fingerprinted of a file's first bytes.
+pub struct SoFar(Tally);
+
+#[derive(Clone)]
 struct Tally {
     hasher: Sha256,
     fingerprinter: Fingerprinter,
@@ -243,6 +247,20 @@ impl<R: BufRead> HashingReader<R> {
             inner,
             hasher: self.tally.hasher.clone(),
             bytes: self.tally.bytes,
+        }
+    }
+
+    /// What was hashed so far, for a reader of the bytes after them to go on from
+    /// ([`going_on`](Self::going_on)).
+    pub fn so_far(&self) -> SoFar {
+        SoFar(self.tally.clone())
+    }
+
+    /// A reader of the bytes after those `so_far` saw, hashing as if it had read them too.
+    pub fn going_on(inner: R, so_far: SoFar) -> Self {
+        Self {
+            inner,
+            tally: so_far.0,
         }
     }
 

@@ -2,7 +2,7 @@
 //! rollouts) decoded as a stream, so callers always see the decompressed bytes.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use crate::error::{IoContext, Result};
@@ -21,6 +21,17 @@ pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     } else {
         Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
     }
+}
+
+/// The bytes of `path` from `offset` on, buffered as [`open`] does; `None` for a compressed file,
+/// which cannot be read from the middle.
+pub fn open_at(path: &Path, offset: u64) -> Result<Option<Box<dyn BufRead + Send>>> {
+    if is_zstd(path) {
+        return Ok(None);
+    }
+    let mut file = File::open(path).with_path("open", path)?;
+    file.seek(SeekFrom::Start(offset)).with_path("seek", path)?;
+    Ok(Some(Box::new(BufReader::with_capacity(1 << 20, file))))
 }
 
 /// Whether `path` reads as JSON Lines: its first line that is not blank is a JSON object (an

@@ -518,6 +518,115 @@ fn a_grown_rollout_refolded_adds_little_in(env: Env, homes: Homes) {
 }
 
 #[test]
+fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_with_the_same_records() {
+    homes::each_set(a_grown_session_is_indexed_from_where_its_last_extraction_ended_in);
+}
+
+/// A session's extraction checkpoint in `store`, as JSON.
+fn checkpoint_path(store: &Path, id: &str) -> std::path::PathBuf {
+    store.join(format!("cache/seed-resume/{id}.json.zst"))
+}
+
+fn edit_checkpoint(store: &Path, id: &str, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = checkpoint_path(store, id);
+    let bytes = zstd::decode_all(&fs::read(&path).unwrap()[..]).unwrap();
+    let mut checkpoint: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    edit(&mut checkpoint);
+    let bytes = serde_json::to_vec(&checkpoint).unwrap();
+    fs::write(&path, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
+}
+
+fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(env: Env, homes: Homes) {
+    // Every plain session cut to its first half of lines, as an agent was writing it.
+    let grown: Vec<&homes::Placed> = (homes.sessions.iter())
+        .filter(|s| s.path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    let cut = |bytes: &[u8]| {
+        let half = bytes.len() / 2;
+        half + bytes[half..].iter().position(|&b| b == b'\n').unwrap() + 1
+    };
+    for placed in &grown {
+        fs::write(&placed.path, &placed.bytes[..cut(&placed.bytes)]).unwrap();
+    }
+    // The same history in two stores: in the second, every session is walked whole again.
+    let (here, walked) = (env.store.clone(), env.path("walked-whole"));
+    for store in [&here, &walked] {
+        let store = store.to_str().unwrap();
+        env.run("ctxfold", ["fold", "--apply", "--quiet", "--store", store])
+            .ok();
+    }
+    let codex: Vec<&str> = (grown.iter())
+        .filter(|s| s.path.to_str().unwrap().contains("/rollout-"))
+        .map(|s| s.id.as_str())
+        .collect();
+    assert!(codex.len() >= 3, "three plain rollouts to grow");
+    for id in &codex {
+        assert!(
+            checkpoint_path(&here, id).is_file(),
+            "{id} has a checkpoint"
+        );
+    }
+    fs::remove_dir_all(walked.join("cache/seed-resume")).unwrap();
+    // A checkpoint is trusted when it fits: one planted with a file shows where one was used.
+    let planted = "planted/by/the/test.rs";
+    let plant = |c: &mut serde_json::Value| {
+        c["midway"]["builder"]["files"]
+            .as_array_mut()
+            .unwrap()
+            .push(planted.into())
+    };
+    edit_checkpoint(&here, codex[0], plant);
+    // Not one of another version's, nor one whose last record the index does not hold.
+    edit_checkpoint(&here, codex[1], |c| {
+        plant(c);
+        c["version"] = "0.0.0".into();
+    });
+    edit_checkpoint(&here, codex[2], |c| {
+        plant(c);
+        c["last"] = serde_json::to_value("0".repeat(64)).unwrap();
+    });
+    for placed in &grown {
+        fs::write(&placed.path, &placed.bytes).unwrap();
+    }
+    for store in [&here, &walked] {
+        let store = store.to_str().unwrap();
+        let run = env
+            .run("ctxfold", ["fold", "--apply", "--json", "--store", store])
+            .ok();
+        let reports = json_lines(&run.stdout);
+        for placed in &grown {
+            let report = reports.iter().find(|r| r["id"] == placed.id.as_str());
+            let report = report.unwrap();
+            assert_eq!(report["state"], "grown", "{report}");
+            assert!(report["seed_records"].as_u64().unwrap() >= 1, "{report}");
+        }
+    }
+    for placed in &grown {
+        let id = placed.id.as_str();
+        let (index, whole) = (
+            env.stored_seed_index(&here, id),
+            env.stored_seed_index(&walked, id),
+        );
+        assert!(!whole.is_empty() && !whole.contains(planted), "{id}");
+        if id == codex[0] {
+            assert!(index.contains(planted), "{id}'s checkpoint was not used");
+            assert_eq!(index.lines().count(), whole.lines().count(), "{id}");
+        } else {
+            assert_eq!(index, whole, "{id}");
+        }
+        // The checkpoint now is where the whole session's extraction ended.
+        assert!(checkpoint_path(&walked, id).is_file() || !codex.contains(&id));
+    }
+    // Restored byte for byte, as any grown session.
+    for placed in &grown {
+        let to = env.path(&format!("{}.restored", placed.id));
+        let to = to.to_str().unwrap();
+        env.run("ctxfold", ["restore", &placed.id, "--to", to]).ok();
+        assert_eq!(fs::read(to).unwrap(), placed.bytes, "{}", placed.id);
+    }
+}
+
+#[test]
 fn unsafe_session_ids_are_refused_before_anything_is_written() {
     let env = Env::new();
     let file = env.path("evil.jsonl");

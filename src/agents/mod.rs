@@ -143,6 +143,9 @@ pub trait Format: Sync {
     /// A fresh reader of blocks for one pass over a ledger.
     fn blocks(&self) -> Box<dyn Blocks>;
 
+    /// A reader of blocks in the state [`Blocks::save`] gave (`None`: not one of this agent's).
+    fn resume_blocks(&self, saved: serde_json::Value) -> Option<Box<dyn Blocks>>;
+
     /// The blocks of the entry at `line` with its content replaced by `content` (an edit), their
     /// ids suffixed `:edit:<edit_id>`.
     fn edited(&self, line: &[u8], content: &RawValue, edit_id: &str) -> Vec<Block>;
@@ -192,6 +195,23 @@ pub trait Describe: Sync {
 pub trait Blocks {
     /// The line's blocks; `None` when it is not a JSON object.
     fn blocks(&mut self, line: &[u8]) -> Option<Vec<Block>>;
+
+    /// The state the lines so far left, for a pass over lines appended since to go on from.
+    fn save(&self) -> serde_json::Value;
+}
+
+/// A reader of blocks whose state is plain data, as [`Blocks::save`] saved it.
+fn resumed<B>(saved: serde_json::Value) -> Option<Box<dyn Blocks>>
+where
+    B: Blocks + serde::de::DeserializeOwned + 'static,
+{
+    let blocks: B = serde_json::from_value(saved).ok()?;
+    Some(Box::new(blocks))
+}
+
+/// [`Blocks::save`] for a reader whose state is plain data.
+fn saved(blocks: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(blocks).expect("a block reader's state serializes")
 }
 
 /// The blocks a fresh `B` makes of `lines`, in order (for the agents' tests).

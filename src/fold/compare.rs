@@ -1,14 +1,14 @@
 //! A source compared with its manifest: up to date, grown by an append since it was folded, or
 //! changed some other way. Reads the source (decompressed) once, never the store.
 
-use std::io::{self, Read};
+use std::io::BufRead;
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::stamp::Stamp;
-use crate::digest::HashingWriter;
-use crate::error::{IoContext, Result};
+use crate::digest::{HashingReader, SoFar};
+use crate::error::{Error, IoContext, Result};
 use crate::store::manifest::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -27,24 +27,58 @@ pub enum State {
 /// Compare `path` with what a manifest recorded. `stamp` is the source's, taken before the call:
 /// a plain file whose size is already different needs no read to tell.
 pub fn compare(path: &Path, stamp: &Stamp, folded: &Source) -> Result<State> {
+    compare_keeping(path, stamp, folded, None).map(|(state, _)| state)
+}
+
+/// [`compare`], keeping what was hashed of the source's first `keep` bytes (fewer than the
+/// folded ones) when it grew: a fold of it goes on reading from there, not from the start.
+pub fn compare_keeping(
+    path: &Path,
+    stamp: &Stamp,
+    folded: &Source,
+    keep: Option<u64>,
+) -> Result<(State, Option<SoFar>)> {
     let plain = !crate::input::is_zstd(path);
     if plain && stamp.size < folded.bytes {
-        return Ok(State::Changed);
+        return Ok((State::Changed, None));
     }
-    let mut input = crate::input::open(path)?;
-    let mut prefix = HashingWriter::new(io::sink());
-    let copied =
-        io::copy(&mut (&mut input).take(folded.bytes), &mut prefix).with_path("read", path)?;
-    let (_, digest, _) = prefix.finish();
-    if copied != folded.bytes || digest != folded.sha256 {
-        return Ok(State::Changed);
+    let what = path.display().to_string();
+    let mut input = HashingReader::new(crate::input::open(path)?, Some(folded.bytes));
+    let mut kept = None;
+    if let Some(keep) = keep.filter(|&k| k <= folded.bytes) {
+        if !consume(&mut input, keep, &what)? {
+            return Ok((State::Changed, None));
+        }
+        kept = Some(input.so_far());
     }
-    let more = if plain {
-        stamp.size > folded.bytes
-    } else {
-        io::copy(&mut input.take(1), &mut io::sink()).with_path("read", path)? > 0
+    let rest = folded.bytes - input.bytes();
+    if !consume(&mut input, rest, &what)? || input.hashed().1 != folded.sha256 {
+        return Ok((State::Changed, None));
+    }
+    let more = match plain {
+        true => stamp.size > folded.bytes,
+        false => !input.fill_buf().with_path("read", path)?.is_empty(),
     };
-    Ok(if more { State::Grown } else { State::UpToDate })
+    Ok(match more {
+        true => (State::Grown, kept),
+        false => (State::UpToDate, None),
+    })
+}
+
+/// Consume (and so hash) the next `bytes` of `input`; false when it has fewer.
+pub fn consume(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<bool> {
+    while bytes > 0 {
+        let buf = input
+            .fill_buf()
+            .map_err(|e| Error::system(format!("read {what}"), e))?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        let n = buf.len().min(bytes as usize);
+        input.consume(n);
+        bytes -= n as u64;
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -68,5 +102,38 @@ mod tests {
         assert_eq!(state(b"{}\n{}\n{}\n"), State::Grown);
         assert_eq!(state(b"{}\n"), State::Changed);
         assert_eq!(state(b"{}\n[]\n{}\n"), State::Changed);
+    }
+
+    #[test]
+    fn a_grown_source_is_read_on_from_what_was_kept_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let folded = Source {
+            bytes: 6,
+            sha256: Digest::of(b"{}\n{}\n"),
+        };
+        std::fs::write(&path, b"{}\n{}\n[1]\n").unwrap();
+        let stamp = Stamp::of(&path).unwrap();
+        let (state, kept) = compare_keeping(&path, &stamp, &folded, Some(3)).unwrap();
+        assert_eq!(state, State::Grown);
+        let rest = crate::input::open_at(&path, 3).unwrap().unwrap();
+        let mut input = HashingReader::going_on(rest, kept.unwrap());
+        assert!(consume(&mut input, 7, "s").unwrap());
+        let whole = input.finish();
+        assert_eq!(whole.sha256, Digest::of(b"{}\n{}\n[1]\n"));
+        assert_eq!(whole.at_mark, Some(folded.sha256));
+        // Nothing is kept of a source that did not grow, nor past its folded bytes.
+        std::fs::write(&path, b"{}\n{}\n").unwrap();
+        let stamp = Stamp::of(&path).unwrap();
+        let (state, kept) = compare_keeping(&path, &stamp, &folded, Some(3)).unwrap();
+        assert!(state == State::UpToDate && kept.is_none());
+        std::fs::write(&path, b"{}\n{}\n[1]\n").unwrap();
+        let stamp = Stamp::of(&path).unwrap();
+        assert!(
+            compare_keeping(&path, &stamp, &folded, Some(7))
+                .unwrap()
+                .1
+                .is_none()
+        );
     }
 }

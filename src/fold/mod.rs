@@ -22,12 +22,11 @@ pub mod stamp;
 pub mod stamps;
 
 use std::collections::HashSet;
-use std::io::BufRead;
 use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::{Digest, Fingerprint, HashingReader};
+use crate::digest::{Digest, Fingerprint, HashingReader, SoFar};
 use crate::error::{Error, Result, Status};
 use crate::odb::Encoder;
 use crate::segment::{Settings, Summary, segment};
@@ -36,7 +35,7 @@ use crate::store::Store;
 use crate::store::generations::Reason;
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
 use crate::store::writer::{Mode, PartWriter, WriteStats};
-use compare::{State, compare};
+use compare::{State, compare_keeping, consume};
 use stamp::Stamp;
 use stamps::Stamps;
 
@@ -155,6 +154,8 @@ pub struct Prepared {
     pub created: Vec<Digest>,
     /// Why the manifest this fold replaces is kept as a generation (`None`: there is none).
     pub keep: Option<Reason>,
+    /// The source as folded before, which the bytes read begin with (a session grown since).
+    pub grown_from: Option<Source>,
 }
 
 /// Where a worker puts new objects: a pack being written, or (in a dry run) an encoder to measure
@@ -183,6 +184,7 @@ pub fn prepare(
         read: None,
         created: Vec::new(),
         keep: None,
+        grown_from: None,
     };
     if let Err(e) = prepare_into(store, found, options, stamps, sink, claimed, &mut prepared) {
         prepared.report.fail(&e);
@@ -213,10 +215,13 @@ fn prepare_into(
     report.state = Some(State::New);
     let mut grown_from = None;
     if let Some(manifest) = existing_manifest(store, id, options.overwrite)? {
-        let state = if stamps.knows(path, &before, &manifest.source) {
-            State::UpToDate
+        // A grown source is segmented again from its folded last part on (see `segment_source`).
+        let reused = (manifest.settings.same_segmentation(&options.settings))
+            .then(|| reused_bytes(&manifest));
+        let (state, read_before) = if stamps.knows(path, &before, &manifest.source) {
+            (State::UpToDate, None)
         } else {
-            compare(path, &before, &manifest.source)?
+            compare_keeping(path, &before, &manifest.source, reused)?
         };
         report.state = Some(state);
         match state {
@@ -229,8 +234,9 @@ fn prepare_into(
             }
             State::Grown => {
                 prepared.keep = Some(Reason::Grown);
-                if manifest.settings.same_segmentation(&options.settings) {
-                    grown_from = Some(manifest);
+                prepared.grown_from = Some(manifest.source);
+                if reused.is_some() {
+                    grown_from = Some((manifest, read_before));
                 }
             }
             _ if options.overwrite => prepared.keep = Some(Reason::Changed),
@@ -305,9 +311,17 @@ fn existing_manifest(store: &Store, id: &str, overwrite: bool) -> Result<Option<
     }
 }
 
+/// The bytes of a folded session before its last part (which ended at its end of file, not at a
+/// content-defined cut): what a fold of it grown is not segmented again.
+fn reused_bytes(manifest: &Manifest) -> u64 {
+    let parts = &manifest.parts;
+    let before_last = &parts[..parts.len().saturating_sub(1)];
+    before_last.iter().map(|p| p.object.raw_bytes).sum()
+}
+
 /// Segment the source into `sink` and build its manifest. With `grown_from`, the source's first
-/// bytes are the parts of that manifest but its last (which ended at its end of file, not at a
-/// content-defined cut): those are hashed, not segmented again.
+/// bytes are the parts of that manifest but its last ([`reused_bytes`]): those are hashed, not
+/// segmented again; with what was hashed of them already, read from where they end.
 fn segment_source(
     store: &Store,
     found: &Found,
@@ -315,27 +329,40 @@ fn segment_source(
     sink: Sink<'_>,
     claimed: &Mutex<HashSet<Digest>>,
     prepared: &mut Prepared,
-    grown_from: Option<Manifest>,
+    grown_from: Option<(Manifest, Option<SoFar>)>,
 ) -> Result<Manifest> {
     let report = &mut prepared.report;
-    let (mut parts, reused, folded) = match grown_from {
-        Some(mut old) => {
+    let (mut parts, reused, folded, read_before) = match grown_from {
+        Some((mut old, read_before)) => {
+            let reused = reused_bytes(&old);
             old.parts.pop();
-            let bytes: u64 = old.parts.iter().map(|p| p.object.raw_bytes).sum();
-            (old.parts, bytes, Some(old.source))
+            (old.parts, reused, Some(old.source), read_before)
         }
-        None => (Vec::new(), 0, None),
+        None => (Vec::new(), 0, None, None),
     };
     let odb = store.odb();
     let mode = match sink {
         Sink::Pack(writer) => Mode::Pack(odb, writer, claimed),
         Sink::Measure(encoder) => Mode::DryRun(odb, encoder, claimed),
     };
-    let mut input = HashingReader::new(
-        crate::input::open(&found.path)?,
-        folded.map(|source| source.bytes),
-    );
-    skip(&mut input, reused, &report.path)?;
+    let rest = match read_before {
+        Some(_) => crate::input::open_at(&found.path, reused)?,
+        None => None,
+    };
+    let mut input = match (rest, read_before) {
+        (Some(rest), Some(read_before)) => HashingReader::going_on(rest, read_before),
+        _ => {
+            let mark = folded.map(|source| source.bytes);
+            let mut input = HashingReader::new(crate::input::open(&found.path)?, mark);
+            if !consume(&mut input, reused, &report.path)? {
+                return Err(Error::session_changed(
+                    &report.path,
+                    "it is shorter than its folded part",
+                ));
+            }
+            input
+        }
+    };
     // The parts' hash starts from the reused prefix's bytes as read: the whole must be the source.
     let mut writer = PartWriter::new(mode, |part| {
         parts.push(part);
@@ -377,25 +404,6 @@ fn segment_source(
         settings,
         parts,
     })
-}
-
-/// Consume (and so hash) the first `bytes` of `input` without segmenting them.
-fn skip(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<()> {
-    while bytes > 0 {
-        let buf = input
-            .fill_buf()
-            .map_err(|e| Error::system(format!("read {what}"), e))?;
-        if buf.is_empty() {
-            return Err(Error::session_changed(
-                what,
-                "it is shorter than its folded part",
-            ));
-        }
-        let n = buf.len().min(bytes as usize);
-        input.consume(n);
-        bytes -= n as u64;
-    }
-    Ok(())
 }
 
 /// The contract's check, from the bytes as they were written: the parts handed to the store (after

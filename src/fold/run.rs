@@ -28,6 +28,7 @@ use crate::odb::pack::PackWriter;
 use crate::seeds::catalog::Catalog;
 use crate::seeds::facts::FactsCache;
 use crate::seeds::index::{self, Held, Staged};
+use crate::seeds::resume;
 use crate::sources::Found;
 use crate::store::Store;
 use crate::store::generations::{self, Reason};
@@ -221,13 +222,27 @@ impl Run<'_> {
             let catalog = self.catalog.lock().expect("never poisoned");
             Held::of(self.store, &catalog, session)
         };
+        // A grown session's walk goes on from where its last one ended.
+        let from = (prepared.grown_from.as_ref())
+            .and_then(|folded| resume::load(self.store, session, folded));
         let staged = held.and_then(|held| {
-            index::stage(session, held, &source, &self.facts, &mut |digest, bytes| {
-                pack.add(digest, bytes).map(drop)
-            })
+            index::stage(
+                session,
+                held,
+                &source,
+                &self.facts,
+                from,
+                &mut |digest, bytes| pack.add(digest, bytes).map(drop),
+            )
         });
         match staged {
-            Ok(staged) => Seeds::Staged(Box::new(staged)),
+            Ok(mut staged) => {
+                if let Some(checkpoint) = staged.take_end(manifest.source) {
+                    // A cache: without it, the next fold of the session walks it whole.
+                    let _ = checkpoint.save(self.store, session);
+                }
+                Seeds::Staged(Box::new(staged))
+            }
             Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => Seeds::FromStore,
             Err(e) => {
                 seeds_failed(&mut prepared.report, &e);

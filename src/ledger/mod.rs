@@ -22,7 +22,7 @@ pub use entry::{Entry, EntryKind};
 pub use source::{FileSource, FoldedFile, Source, StoreSource};
 pub use stream::Stream;
 
-use crate::agents::{Agent, json};
+use crate::agents::{Agent, Blocks, json};
 use crate::error::{Error, Result};
 use source::Lines;
 
@@ -43,6 +43,14 @@ pub struct Visit<'l> {
     pub entry: &'l Entry,
     pub blocks: Vec<Block>,
     line: &'l [u8],
+}
+
+/// Where a walk stands between two lines: the entries visited, the bytes of the lines they came
+/// from, and the block reader's state after them.
+pub struct Position {
+    pub entries: usize,
+    pub bytes: u64,
+    pub blocks: Box<dyn Blocks>,
 }
 
 impl Ledger<'_> {
@@ -149,11 +157,30 @@ impl Ledger<'_> {
     }
 
     /// Stream the entries again; `visit` gets each one with its blocks.
-    pub fn walk(&self, mut visit: impl FnMut(&Visit<'_>) -> Result<()>) -> Result<()> {
+    pub fn walk(&self, visit: impl FnMut(&Visit<'_>) -> Result<()>) -> Result<()> {
+        self.walk_from(None, visit).map(drop)
+    }
+
+    /// [`walk`](Self::walk) from `from` on (the start when `None`), passing over the bytes before
+    /// it unread. Returns where the walk ended, when that is at the end of a line after every
+    /// entry (a walk of the ledger grown by an append can go on from there).
+    pub fn walk_from(
+        &self,
+        from: Option<Position>,
+        mut visit: impl FnMut(&Visit<'_>) -> Result<()>,
+    ) -> Result<Option<Position>> {
         let format = self.agent.format();
         let mut lines = Lines::new(self.source)?;
-        let mut reader = format.blocks();
-        let mut index = 0;
+        let (mut index, mut reader) = match from {
+            Some(from) => {
+                if !lines.skip(from.bytes)? {
+                    return Err(Error::session_changed(self.source.describe(), "it shrank"));
+                }
+                (from.entries, from.blocks)
+            }
+            None => (0, format.blocks()),
+        };
+        let mut whole = true;
         'lines: while let Some(line) = lines.next_line()? {
             for object in format.objects(line) {
                 let Some(blocks) = reader.blocks(object) else {
@@ -162,6 +189,7 @@ impl Ledger<'_> {
                 // A live session may have grown since the first pass: its appended entries wait
                 // for the next read (the prefix read first is what every plan was made from).
                 let Some(entry) = self.entries.get(index) else {
+                    whole = false;
                     break 'lines;
                 };
                 visit(&Visit {
@@ -176,7 +204,11 @@ impl Ledger<'_> {
         if index != self.entries.len() {
             return Err(Error::session_changed(self.source.describe(), "it shrank"));
         }
-        Ok(())
+        Ok(lines.whole_lines().filter(|_| whole).map(|bytes| Position {
+            entries: index,
+            bytes,
+            blocks: reader,
+        }))
     }
 
     /// The blocks of `visit`'s entry as the `context_edit` at `edit` rewrites it: `None` when the

@@ -119,6 +119,10 @@ pub struct Lines<'a> {
     buf: Vec<u8>,
     /// The bytes of the line last handed out that are still in the reader's buffer.
     pending: usize,
+    /// The bytes of the lines handed out (or skipped) so far, each with its `\n`.
+    read: u64,
+    /// Whether the last line handed out ended at the end of the bytes, without a `\n`.
+    unended: bool,
 }
 
 impl<'a> Lines<'a> {
@@ -128,7 +132,37 @@ impl<'a> Lines<'a> {
             what: source.describe(),
             buf: Vec::new(),
             pending: 0,
+            read: 0,
+            unended: false,
         })
+    }
+
+    /// Pass over the first `bytes` bytes without making lines of them (they must end a line for
+    /// the next line to start there); false when there are fewer.
+    pub fn skip(&mut self, mut bytes: u64) -> Result<bool> {
+        self.reader.consume(std::mem::take(&mut self.pending));
+        let what = &self.what;
+        while bytes > 0 {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context(|| format!("read {what}")),
+            };
+            if available.is_empty() {
+                return Ok(false);
+            }
+            let n = available.len().min(bytes as usize);
+            self.reader.consume(n);
+            self.read += n as u64;
+            bytes -= n as u64;
+        }
+        Ok(true)
+    }
+
+    /// The bytes of the lines handed out so far, when each ended with a `\n` (a line after them
+    /// starts there).
+    pub fn whole_lines(&self) -> Option<u64> {
+        (!self.unended).then_some(self.read)
     }
 
     /// The next line without its `\n` (and `\r`), or `None` at the end.
@@ -172,6 +206,8 @@ impl<'a> Lines<'a> {
             None if self.buf.is_empty() => return Ok(None),
             None => &self.buf[..],
         };
+        self.read += line.len() as u64;
+        self.unended = !line.ends_with(b"\n");
         if let Some(rest) = line.strip_suffix(b"\n") {
             line = rest;
         }

@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::ledger::block::{code, log_bytes, log_lines};
-use crate::ledger::{Block, BlockKind, Ledger};
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::{Block, BlockKind, Ledger, Position};
 
 use super::Map;
 use super::facts::{Facts, FactsCache};
 use super::lexicon::{commands, files, identifiers, user};
-use super::plan::{Options, Plan, plans};
+use super::plan::{Base, Options, Plan, plans};
 use super::record::{FoldIndex, HARNESS, Log, Span, UserMessage, VERSION};
 
 pub const MAX_IDENTIFIERS: usize = 64;
@@ -34,37 +36,124 @@ pub fn extract(
     facts: &FactsCache,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<()> {
-    build(ledger, &plans(ledger, options)?, true, facts, each)
+    build(ledger, &plans(ledger, options)?, true, facts, None, each).map(drop)
+}
+
+/// [`extract`] with a final record (a fold's records), going on from `from` when it fits: where
+/// an extraction of the ledger's first entries ended, before an append. Those entries are not
+/// walked again, and only the records over more entries than they are handed on (the others were
+/// handed on then). Returns where this extraction ended, when a later one can go on from there.
+pub fn extract_from(
+    ledger: &Ledger<'_>,
+    facts: &FactsCache,
+    from: Option<Midway>,
+    each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+) -> Result<Option<Midway>> {
+    let options = Options {
+        final_record: true,
+        through: None,
+    };
+    build(ledger, &plans(ledger, &options)?, true, facts, from, each)
+}
+
+/// Where an extraction stood at the end of a ledger: the walk's place and the builder of its final
+/// record (made only when that record covers the branch to the last entry without edits).
+#[derive(Serialize, Deserialize)]
+pub struct Midway {
+    agent: String,
+    session: String,
+    cwd: Option<String>,
+    entries: usize,
+    bytes: u64,
+    blocks: serde_json::Value,
+    builder: Builder,
+}
+
+/// A walk going on from a [`Midway`].
+struct Resumed {
+    position: Position,
+    /// What the final record then covered.
+    base: Base,
+    builder: Builder,
+    /// The first plan not finished then.
+    first: usize,
+}
+
+impl Midway {
+    /// How to go on in `ledger`; `None` unless `ledger` is the one this was made from grown by
+    /// an append, and every plan not finished then goes on from its final record's builder.
+    fn resume(self, ledger: &Ledger<'_>, plans: &[Plan]) -> Option<Resumed> {
+        let fits = self.agent == ledger.agent.format().name()
+            && self.session == ledger.session_id
+            && self.cwd == ledger.cwd
+            && (1..=ledger.entries.len()).contains(&self.entries);
+        if !fits || !plans.iter().map(|p| p.entry).is_sorted() {
+            return None;
+        }
+        let base = Base::of(ledger, self.entries);
+        let first = plans.partition_point(|p| p.entry < self.entries);
+        if !plans[first..]
+            .iter()
+            .all(|p| !p.fold_event && p.continues(&base))
+        {
+            return None;
+        }
+        let position = Position {
+            entries: self.entries,
+            bytes: self.bytes,
+            blocks: ledger.agent.format().resume_blocks(self.blocks)?,
+        };
+        let mut builder = self.builder;
+        builder.span_at = (builder.spans.iter().enumerate())
+            .map(|(at, span)| (span.block_id.clone(), at))
+            .collect();
+        Some(Resumed {
+            position,
+            base,
+            builder,
+            first,
+        })
+    }
 }
 
 /// The record of each plan, in plan order; `share_prefixes: false` gives every plan a builder of
-/// its own (the tests' reference for the shared way).
+/// its own (the tests' reference for the shared way). With `from` (see [`extract_from`]), only the
+/// plans not finished there, each from the builder it left.
 fn build(
     ledger: &Ledger<'_>,
     plans: &[Plan],
     share_prefixes: bool,
     cache: &FactsCache,
+    from: Option<Midway>,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
-) -> Result<()> {
+) -> Result<Option<Midway>> {
     let session = ledger.session_id.as_str();
     let cwd = ledger.cwd.as_deref();
-    let mut records = InOrder::new(plans.len(), each);
+    let resumed = from
+        .filter(|_| share_prefixes)
+        .and_then(|midway| midway.resume(ledger, plans));
+    let (start, base, builder, first) = match resumed {
+        Some(r) => (Some(r.position), r.base, r.builder, r.first),
+        None => (None, Base::default(), Builder::default(), 0),
+    };
     // A plan over the first n entries, without edits, is what a plan over more of them was when it
     // had seen n: those share one builder, and each record is a copy of it taken on the way. A
     // long session's compactions cover ever longer prefixes, so this turns work that grew with the
-    // square of its length into work that grows with its records.
+    // square of its length into work that grows with its records. (Going on from a base, the
+    // entries after it count.)
     let mut chains: Vec<Chain> = match share_prefixes {
         true => [false, true]
             .into_iter()
-            .map(|fold_event| Chain::of(plans, fold_event))
+            .map(|fold_event| Chain::of(plans, first, fold_event, &base, &builder))
             .collect(),
         false => Vec::new(),
     };
-    let mut own: Vec<(usize, Builder)> = (0..plans.len())
-        .filter(|&p| !share_prefixes || plans[p].prefix().is_none())
-        .map(|p| (p, Builder::default()))
+    let mut own: Vec<(usize, Builder)> = (first..plans.len())
+        .filter(|&p| !share_prefixes || plans[p].run_after(&base).is_none())
+        .map(|p| (p, builder.clone()))
         .collect();
-    ledger.walk(|visit| {
+    let mut records = InOrder::new(first, plans.len(), each);
+    let end = ledger.walk_from(start, |visit| {
         for chain in &mut chains {
             chain.take_ending(visit.index, plans, session, &mut records)?;
         }
@@ -103,6 +192,18 @@ fn build(
         }
         Ok(())
     })?;
+    let midway = end.and_then(|end| {
+        let builder = final_builder(ledger, plans, &chains, &own)?;
+        Some(Midway {
+            agent: ledger.agent.format().name().into(),
+            session: session.into(),
+            cwd: cwd.map(Into::into),
+            entries: end.entries,
+            bytes: end.bytes,
+            blocks: end.blocks.save(),
+            builder: builder.clone(),
+        })
+    });
     for chain in &mut chains {
         chain.take_ending(usize::MAX, plans, session, &mut records)?;
     }
@@ -110,7 +211,34 @@ fn build(
         records.put(p, builder.finish(&plans[p], session))?;
     }
     debug_assert!(records.is_done(), "every plan is finished");
-    Ok(())
+    Ok(midway)
+}
+
+/// The builder of the final record, once every entry is walked, when a walk of the ledger grown
+/// by an append can go on from it: the last plan covers the branch to the last entry, no edits.
+fn final_builder<'b>(
+    ledger: &Ledger<'_>,
+    plans: &[Plan],
+    chains: &'b [Chain],
+    own: &'b [(usize, Builder)],
+) -> Option<&'b Builder> {
+    let last = plans.len().checked_sub(1)?;
+    let plan = &plans[last];
+    let entries = ledger.entries.len();
+    let whole = plan.entry + 1 == entries
+        && !plan.fold_event
+        && plan.edits.is_empty()
+        && plan.continues(&Base::of(ledger, entries));
+    if !whole {
+        return None;
+    }
+    match own.iter().find(|(p, _)| *p == last) {
+        Some((_, builder)) => Some(builder),
+        None => chains
+            .iter()
+            .find(|c| c.waiting.iter().any(|&(_, p)| p == last))
+            .map(|c| &c.builder),
+    }
 }
 
 /// Records finished in any order, handed on in plan order.
@@ -121,10 +249,11 @@ struct InOrder<'e> {
 }
 
 impl<'e> InOrder<'e> {
-    fn new(plans: usize, each: &'e mut dyn FnMut(FoldIndex) -> Result<()>) -> Self {
+    /// Plans `first..plans` to hand on (those before were handed on by an earlier extraction).
+    fn new(first: usize, plans: usize, each: &'e mut dyn FnMut(FoldIndex) -> Result<()>) -> Self {
         Self {
             waiting: (0..plans).map(|_| None).collect(),
-            next: 0,
+            next: first,
             each,
         }
     }
@@ -144,8 +273,8 @@ impl<'e> InOrder<'e> {
     }
 }
 
-/// The prefix plans of one kind (see [`build`]): one builder, and the plans it serves, by the
-/// length of their prefix.
+/// The prefix plans of one kind (see [`build`]): one builder, and the plans it serves, by where
+/// they end.
 struct Chain {
     fold_event: bool,
     builder: Builder,
@@ -154,15 +283,17 @@ struct Chain {
 }
 
 impl Chain {
-    fn of(plans: &[Plan], fold_event: bool) -> Self {
-        let mut waiting: Vec<(usize, usize)> = (0..plans.len())
+    /// The plans from `first` on of one kind that go on from `base` as one run, starting from
+    /// `builder` (what saw the base).
+    fn of(plans: &[Plan], first: usize, fold_event: bool, base: &Base, builder: &Builder) -> Self {
+        let mut waiting: Vec<(usize, usize)> = (first..plans.len())
             .filter(|&p| plans[p].fold_event == fold_event)
-            .filter_map(|p| plans[p].prefix().map(|n| (n, p)))
+            .filter_map(|p| plans[p].run_after(base).map(|n| (n, p)))
             .collect();
         waiting.sort_unstable_by(|a, b| b.cmp(a));
         Self {
             fold_event,
-            builder: Builder::default(),
+            builder: builder.clone(),
             waiting,
         }
     }
@@ -188,12 +319,14 @@ impl Chain {
     }
 }
 
-#[derive(Default, Clone)]
+#[derive(Default, Clone, Serialize, Deserialize)]
 struct Builder {
     turn: u64,
     order: u64,
     user_messages: Vec<UserMessage>,
     spans: Vec<Span>,
+    /// Where each block id's span is in `spans` (made again from them when resumed).
+    #[serde(skip)]
     span_at: Map<String, usize>,
     files: Vec<String>,
     input_files: usize,
@@ -350,12 +483,12 @@ impl<'c> BlockFacts<'c> {
 }
 
 /// Error lines, one per shape, spread over markers so that one noisy kind cannot fill every slot.
-#[derive(Default, Clone)]
+#[derive(Default, Clone, Serialize, Deserialize)]
 struct ErrorPicker {
     candidates: Vec<ErrorCandidate>,
 }
 
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 struct ErrorCandidate {
     line: String,
     shape: String,
@@ -433,12 +566,12 @@ impl ErrorPicker {
     }
 }
 
-#[derive(Default, Clone)]
+#[derive(Default, Clone, Serialize, Deserialize)]
 struct IdentifierPicker {
     candidates: Map<String, IdentifierCandidate>,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Serialize, Deserialize)]
 struct IdentifierCandidate {
     count: u32,
     large: bool,
@@ -555,7 +688,7 @@ mod tests {
         facts: &FactsCache,
     ) -> Vec<FoldIndex> {
         let mut records = Vec::new();
-        build(ledger, plans, share, facts, &mut |r| {
+        build(ledger, plans, share, facts, None, &mut |r| {
             records.push(r);
             Ok(())
         })
@@ -611,6 +744,153 @@ mod tests {
         }
     }
 
+    fn extract_from_all(
+        source: &FileSource,
+        from: Option<Midway>,
+    ) -> (Vec<FoldIndex>, Option<Midway>) {
+        let ledger = Ledger::scan(source).unwrap();
+        let mut records = Vec::new();
+        let midway = extract_from(&ledger, &FactsCache::default(), from, &mut |r| {
+            records.push(r);
+            Ok(())
+        })
+        .unwrap();
+        (records, midway)
+    }
+
+    /// A midway as JSON with its maps' keys in order (its hash maps' order is any).
+    fn json(midway: &Option<Midway>) -> serde_json::Value {
+        serde_json::to_value(midway).unwrap()
+    }
+
+    /// Extract `bytes` cut after each line, then the whole going on from where each cut ended:
+    /// the records and where it ends must be those of the whole walked whole. Returns how many
+    /// cuts went on, and how many records those left out (handed on for the cut already).
+    fn go_on_after_every_line(what: &str, bytes: &[u8]) -> (usize, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let whole = FileSource(dir.path().join("whole.jsonl"));
+        std::fs::write(&whole.0, bytes).unwrap();
+        let (all, end) = extract_from_all(&whole, None);
+        let (mut resumed, mut skipped) = (0, 0);
+        let cuts = (1..bytes.len()).filter(|&at| bytes[at - 1] == b'\n');
+        for cut in cuts.chain([bytes.len() - 1]) {
+            let prefix = FileSource(dir.path().join("prefix.jsonl"));
+            std::fs::write(&prefix.0, &bytes[..cut]).unwrap();
+            if Ledger::scan(&prefix).is_err() {
+                continue;
+            }
+            let (before, midway) = extract_from_all(&prefix, None);
+            // A line without its end may be cut short: nothing goes on from after it.
+            let unended = bytes[cut - 1] != b'\n';
+            assert!(!unended || midway.is_none(), "{what}");
+            let Some(midway) = midway else { continue };
+            let (after, again) = extract_from_all(&whole, Some(midway));
+            let what = format!("{what} cut at {cut}");
+            // The records not handed on again are those handed on for the prefix.
+            let (done, rest) = all.split_at(all.len() - after.len());
+            assert_eq!(rest, after, "{what}");
+            assert!(done.iter().all(|r| before.contains(r)), "{what}");
+            assert_eq!(json(&again), json(&end), "{what}");
+            resumed += 1;
+            skipped += done.len();
+        }
+        (resumed, skipped)
+    }
+
+    #[test]
+    fn an_extraction_going_on_from_where_one_over_a_prefix_ended_gives_the_records_of_the_whole() {
+        let (mut resumed, mut skipped) = (0, 0);
+        for (path, _) in fixture_ledgers() {
+            let (r, s) =
+                go_on_after_every_line(&path.display().to_string(), &std::fs::read(&path).unwrap());
+            resumed += r;
+            skipped += s;
+        }
+        assert!(
+            resumed > 100 && skipped > 0,
+            "{resumed} resumed, {skipped} records skipped"
+        );
+    }
+
+    /// A Pi fixture made a tree: a compaction on a branch of its own a third of the way, and a
+    /// branch abandoned two thirds of the way (the entries after it go on from an earlier one).
+    fn pi_tree() -> Vec<u8> {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi");
+        let text = std::fs::read_to_string(
+            fixtures.join("2026-11-30T23-21-14-726Z_01a22ec3-34e4-7265-bb6b-1383eb635647.jsonl"),
+        )
+        .unwrap();
+        let mut lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let n = lines.len();
+        let abandoned = lines[2 * n / 3 - 3]["id"].clone();
+        lines[2 * n / 3]["parentId"] = abandoned;
+        let kept = lines[n / 3 - 1]["id"].clone();
+        let compaction = serde_json::json!({
+            "type": "compaction", "id": "c0ffee01", "parentId": kept,
+            "timestamp": lines[n / 3 - 1]["timestamp"], "summary": "What was done so far.",
+            "firstKeptEntryId": kept, "tokensBefore": 5000,
+        });
+        lines.insert(n / 3, compaction);
+        lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn an_extraction_of_a_tree_goes_on_from_its_final_record_wherever_the_branch_goes_on() {
+        let tree = pi_tree();
+        let dir = tempfile::tempdir().unwrap();
+        let source = FileSource(dir.path().join("tree.jsonl"));
+        std::fs::write(&source.0, &tree).unwrap();
+        let ledger = Ledger::scan(&source).unwrap();
+        let plans = plans(&ledger, &FINAL).unwrap();
+        // Its final record is over no prefix: it has a builder of its own.
+        assert!(plans.len() >= 2 && plans.last().unwrap().prefix().is_none());
+        let (resumed, skipped) = go_on_after_every_line("the Pi tree", &tree);
+        assert!(
+            resumed > 10 && skipped > 0,
+            "{resumed} resumed, {skipped} records skipped"
+        );
+    }
+
+    #[test]
+    fn an_extraction_does_not_go_on_from_another_ledgers_end() {
+        let fixtures = fixture_ledgers();
+        let (mut others, mut longer) = (0, 0);
+        for (path, source) in &fixtures {
+            let Some(midway) = extract_from_all(source, None).1 else {
+                continue;
+            };
+            let entries = midway.entries;
+            // Another session of as many entries or more, which the check cannot tell by length.
+            let Some((other, other_source)) = fixtures
+                .iter()
+                .find(|(p, s)| p != path && Ledger::scan(s).unwrap().entries.len() >= entries)
+            else {
+                continue;
+            };
+            let (all, _) = extract_from_all(other_source, None);
+            let (from_other, _) = extract_from_all(other_source, Some(midway));
+            assert_eq!(
+                from_other,
+                all,
+                "{} from {}",
+                other.display(),
+                path.display()
+            );
+            others += 1;
+            longer += usize::from(all.len() > 1);
+        }
+        assert!(
+            others >= 3 && longer > 0,
+            "{others} tried, {longer} with several records"
+        );
+    }
+
     fn record(seq: u64) -> FoldIndex {
         serde_json::from_str(&format!(r#"{{"v":2,"kind":"fold-index","seq":{seq}}}"#)).unwrap()
     }
@@ -622,7 +902,7 @@ mod tests {
             out.push(r.seq);
             Ok(())
         };
-        let mut records = InOrder::new(3, &mut each);
+        let mut records = InOrder::new(0, 3, &mut each);
         records.put(1, record(11)).unwrap();
         records.put(0, record(10)).unwrap();
         assert!(!records.is_done());

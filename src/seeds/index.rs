@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::catalog::{self, Batch, Catalog};
-use super::extract::extract;
+use super::extract::{Midway, extract_from};
 use super::facts::FactsCache;
-use super::plan::Options;
 use super::record::{FoldIndex, HARNESS};
+use super::resume::Checkpoint;
 use super::union::Union;
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
@@ -206,6 +206,8 @@ struct Batcher {
     count: usize,
     /// The batches handed on, with how many records each holds.
     batches: Vec<(Batch, usize)>,
+    /// The identity of the last record given (held or not).
+    identity: Option<Digest>,
 }
 
 impl Batcher {
@@ -218,11 +220,14 @@ impl Batcher {
             lines: Vec::new(),
             count: 0,
             batches: Vec::new(),
+            identity: None,
         }
     }
 
     fn record(&mut self, mut record: FoldIndex, put: &mut Put<'_>) -> Result<()> {
-        if self.held.records.contains(&identity(&mut record)) {
+        let identity = identity(&mut record);
+        self.identity = Some(identity);
+        if self.held.records.contains(&identity) {
             return Ok(());
         }
         self.seq += 1;
@@ -260,15 +265,17 @@ impl Batcher {
 /// The records ctxfold gives a folded session read from `source` (one `compact` record per
 /// compaction and a final one over its active branch), as batches of what `held` lacks: each
 /// full batch given to `put` as it is made, the last one kept in the [`Staged`] for the caller to
-/// store.
+/// store. With `from` (where the extraction of an earlier version of `source` ended, see
+/// [`resume`](super::resume)), only the entries appended since are walked.
 pub fn stage(
     session: &str,
     held: Held,
     source: &dyn Source,
     facts: &FactsCache,
+    from: Option<Checkpoint>,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
-    stage_in(BATCH_BYTES, session, held, source, facts, put)
+    stage_in(BATCH_BYTES, session, held, source, facts, from, put)
 }
 
 /// [`stage`] in batches of `limit` bytes.
@@ -278,26 +285,27 @@ fn stage_in(
     held: Held,
     source: &dyn Source,
     facts: &FactsCache,
+    from: Option<Checkpoint>,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
     let basis = held.basis.clone();
+    // The records handed on then are left out now: the index must hold them.
+    let from = from
+        .filter(|c| held.records.contains(&c.last))
+        .map(|c| c.midway);
     let ledger = Ledger::scan(source)?;
     let mut batcher = Batcher::new(session, held, limit);
-    extract(
-        &ledger,
-        &Options {
-            final_record: true,
-            through: None,
-        },
-        facts,
-        &mut |record| batcher.record(record, put),
-    )?;
+    let midway = extract_from(&ledger, facts, from, &mut |record| {
+        batcher.record(record, put)
+    })?;
+    let identity = batcher.identity;
     let (batches, last) = batcher.finish();
     Ok(Staged {
         session: session.into(),
         basis,
         batches,
         last,
+        end: identity.zip(midway),
     })
 }
 
@@ -310,6 +318,8 @@ pub struct Staged {
     batches: Vec<(Batch, usize)>,
     /// The last batch's bytes, not stored yet.
     last: Option<Vec<u8>>,
+    /// Where the extraction ended, after which record, for the next to go on from.
+    end: Option<(Digest, Midway)>,
 }
 
 impl Staged {
@@ -317,6 +327,12 @@ impl Staged {
     pub fn take_object(&mut self) -> Option<(Digest, Vec<u8>)> {
         let bytes = self.last.take()?;
         Some((self.batches.last()?.0.object, bytes))
+    }
+
+    /// Where the extraction ended (see [`stage`]) as the checkpoint of `source`, once.
+    pub fn take_end(&mut self, source: crate::store::manifest::Source) -> Option<Checkpoint> {
+        let (last, midway) = self.end.take()?;
+        Some(Checkpoint::new(source, last, midway))
     }
 }
 
@@ -396,7 +412,7 @@ pub fn index_folded_session(
     let held = Held::of(store, &catalog, session)?;
     let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, session, bytes).map(drop);
     let source = StoreSource { store, manifest };
-    let mut staged = stage(session, held, &source, facts, &mut put)?;
+    let mut staged = stage(session, held, &source, facts, None, &mut put)?;
     if let Some((digest, bytes)) = staged.take_object() {
         put(&digest, &bytes)?;
     }
@@ -481,8 +497,8 @@ pub fn move_legacy(store: &Store, session: &str) -> Result<()> {
     Ok(())
 }
 
-/// Drop `session`'s index (its catalog lines and its legacy file); whether it had one. Its objects
-/// are left to gc.
+/// Drop `session`'s index (its catalog lines, its legacy file, its extraction's checkpoint);
+/// whether it had one. Its objects are left to gc.
 pub fn forget(store: &Store, session: &str) -> Result<bool> {
     let legacy = legacy_path(store, session)?;
     let had_legacy = legacy.exists();
@@ -490,6 +506,7 @@ pub fn forget(store: &Store, session: &str) -> Result<bool> {
     let lock = catalog::lock(store)?;
     let gone = catalog.forget(store, &lock, session)?;
     crate::store::remove_if_present(&legacy)?;
+    super::resume::forget(store, session)?;
     Ok(had_legacy || gone > 0)
 }
 
@@ -535,6 +552,7 @@ mod tests {
             held,
             &source(),
             &FactsCache::default(),
+            None,
             &mut put,
         )
         .unwrap();

@@ -10,6 +10,7 @@ pub mod lexicon;
 pub mod plan;
 pub mod recall;
 pub mod record;
+pub mod resume;
 pub mod union;
 
 pub use index::index_folded_session;

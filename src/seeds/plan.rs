@@ -27,6 +27,8 @@ pub struct Options {
 
 pub struct Plan {
     pub seq: u64,
+    /// The entry the record is for (a compaction, the leaf).
+    pub entry: usize,
     pub trigger: String,
     pub at: String,
     pub usage: Option<Usage>,
@@ -46,16 +48,65 @@ impl Plan {
 
     /// `Some(n)` when the plan covers exactly the first n entries and applies no edit.
     pub fn prefix(&self) -> Option<usize> {
-        if !self.edits.is_empty() {
+        self.run_after(&Base::default())
+    }
+
+    /// Whether the plan covers exactly `base`'s entries among the first `base.entries` and edits
+    /// none of them: a builder that saw those can go on for it.
+    pub fn continues(&self, base: &Base) -> bool {
+        let n = base.entries;
+        let below = |bits: &[u64], w: usize| word(bits, w) & if w == n / 64 { low(n) } else { !0 };
+        (0..=n / 64).all(|w| below(&self.cover, w) == below(&base.cover, w))
+            && self.edits.keys().all(|&target| target >= n)
+    }
+
+    /// `Some(m)` when the plan [continues](Self::continues) from `base`, applies no edit, and
+    /// covers every entry from `base.entries` to `m` and none after.
+    pub fn run_after(&self, base: &Base) -> Option<usize> {
+        if !self.edits.is_empty() || !self.continues(base) {
             return None;
         }
-        let full = self.cover.iter().take_while(|&&w| w == u64::MAX).count();
-        let rest = self.cover.get(full).copied().unwrap_or(0);
-        // The word after the full ones must be a run of low bits, and every later word empty.
-        let prefix = rest & rest.wrapping_add(1) == 0;
-        let empty_after = self.cover.iter().skip(full + 1).all(|&w| w == 0);
-        (prefix && empty_after).then(|| full * 64 + rest.trailing_ones() as usize)
+        let mut m = base.entries;
+        while self.covers(m) {
+            m += match m.is_multiple_of(64) && word(&self.cover, m / 64) == !0 {
+                true => 64,
+                false => 1,
+            };
+        }
+        let after = word(&self.cover, m / 64) & !low(m) == 0
+            && self.cover.iter().skip(m / 64 + 1).all(|&w| w == 0);
+        after.then_some(m)
     }
+}
+
+/// What a record over a ledger's first `entries` entries covered: the path from the root to the
+/// last of them (the final record's, before an append).
+#[derive(Default)]
+pub struct Base {
+    pub entries: usize,
+    cover: Vec<u64>,
+}
+
+impl Base {
+    pub fn of(ledger: &Ledger<'_>, entries: usize) -> Self {
+        let mut cover = vec![0u64; entries.div_ceil(64)];
+        for i in entries
+            .checked_sub(1)
+            .map_or(Vec::new(), |leaf| ledger.path_to(leaf))
+        {
+            cover[i / 64] |= 1 << (i % 64);
+        }
+        Self { entries, cover }
+    }
+}
+
+fn word(bits: &[u64], w: usize) -> u64 {
+    bits.get(w).copied().unwrap_or(0)
+}
+
+/// The bits of entries below `n` in the word that holds entry `n`.
+fn low(n: usize) -> u64 {
+    (1u64 << (n % 64)) - 1
 }
 
 pub fn plans(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<Plan>> {
@@ -137,7 +188,7 @@ fn plan(
     ledger: &Ledger<'_>,
     seq: u64,
     trigger: &str,
-    at: usize,
+    entry: usize,
     covered: impl IntoIterator<Item = usize>,
     usage: Option<Usage>,
     fold_event: bool,
@@ -148,11 +199,11 @@ fn plan(
     }
     // The latest edit per target appended before the record's own entry.
     let mut edits = Map::default();
-    for (i, entry) in ledger.entries.iter().enumerate().take(at + 1) {
+    for (i, e) in ledger.entries.iter().enumerate().take(entry + 1) {
         if let EntryKind::Edit {
             target: Some(target),
             ..
-        } = entry.kind
+        } = e.kind
         {
             edits.insert(target, i);
         }
@@ -160,7 +211,7 @@ fn plan(
     // An entry without a timestamp (a Claude Code side record) dates the record by the nearest
     // entry before it on its branch that has one.
     let at = ledger
-        .path_to(at)
+        .path_to(entry)
         .into_iter()
         .rev()
         .map(|i| &ledger.entries[i].timestamp)
@@ -169,6 +220,7 @@ fn plan(
         .unwrap_or_default();
     Plan {
         seq,
+        entry,
         trigger: trigger.into(),
         at,
         usage,
@@ -218,6 +270,7 @@ mod tests {
         }
         Plan {
             seq: 1,
+            entry: 0,
             trigger: "compact".into(),
             at: String::new(),
             usage: None,
@@ -240,5 +293,40 @@ mod tests {
         let stray: Vec<usize> = (0..64).chain([100]).collect();
         assert_eq!(covering(&stray, &[]).prefix(), None);
         assert_eq!(covering(&[0, 1, 2], &[(1, 2)]).prefix(), None);
+    }
+
+    fn base(entries: usize, covered: &[usize]) -> Base {
+        let mut cover = vec![0u64; entries.div_ceil(64)];
+        for &i in covered {
+            cover[i / 64] |= 1 << (i % 64);
+        }
+        Base { entries, cover }
+    }
+
+    #[test]
+    fn a_plan_goes_on_from_a_base_when_it_covers_exactly_its_entries_below_it() {
+        // The base: 70 entries of which the 5th and the 66th were on another branch.
+        let covered: Vec<usize> = (0..70).filter(|&i| i != 5 && i != 66).collect();
+        let b = base(70, &covered);
+        let with = |more: &[usize]| [&covered[..], more].concat();
+        assert!(covering(&covered, &[]).continues(&b));
+        assert_eq!(covering(&with(&[70, 71, 72]), &[]).run_after(&b), Some(73));
+        assert_eq!(
+            covering(&with(&(70..200).collect::<Vec<_>>()), &[]).run_after(&b),
+            Some(200)
+        );
+        assert_eq!(covering(&covered, &[]).run_after(&b), Some(70));
+        // Goes on, but not as one run: a gap after the base, or an entry past one.
+        let gap = covering(&with(&[70, 72]), &[]);
+        assert!(gap.continues(&b) && gap.run_after(&b).is_none());
+        // Not from this base: an entry of the other branch, one missing, an edit of an entry
+        // below it; an edit of one after it goes on, not as a run.
+        assert!(!covering(&with(&[5]), &[]).continues(&b));
+        assert!(!covering(&covered[1..], &[]).continues(&b));
+        assert!(!covering(&with(&[70]), &[(3, 71)]).continues(&b));
+        let edited = covering(&with(&[70, 71]), &[(70, 71)]);
+        assert!(edited.continues(&b) && edited.run_after(&b).is_none());
+        // The empty base is the start: going on from it is a prefix.
+        assert_eq!(covering(&[0, 1, 2], &[]).run_after(&base(0, &[])), Some(3));
     }
 }

@@ -73,7 +73,7 @@ pub(super) fn skeleton(
 }
 
 /// Block state across one pass: the tool name of each tool_use id seen so far.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Blocks {
     call_names: HashMap<String, String>,
 }
@@ -83,6 +83,10 @@ impl crate::agents::Blocks for Blocks {
         let mut scratch = Scratch::default();
         let parsed = json::parse::<Line<'_>>(object, &mut scratch)?;
         Some(self.of(&parsed))
+    }
+
+    fn save(&self) -> serde_json::Value {
+        crate::agents::saved(self)
     }
 }
 

@@ -162,6 +162,10 @@ impl Format for Claude {
         Box::<blocks::Blocks>::default()
     }
 
+    fn resume_blocks(&self, saved: serde_json::Value) -> Option<Box<dyn super::Blocks>> {
+        super::resumed::<blocks::Blocks>(saved)
+    }
+
     fn marks(&self, line: &[u8]) -> Vec<super::Mark> {
         marks::of(line)
     }

@@ -54,7 +54,7 @@ const CALL_OUTPUT_TYPES: &[&str] = &["function_call_output", "custom_tool_call_o
 const OUTPUT_TEXT_TYPES: &[&str] = &["input_text", "output_text", "text"];
 
 /// Block state across one pass: anchors used so far (to number repeats) and call names by id.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Blocks {
     anchors: HashMap<String, u32>,
     call_names: HashMap<String, String>,
@@ -65,6 +65,10 @@ impl crate::agents::Blocks for Blocks {
         let mut scratch = Scratch::default();
         let line = json::parse::<Line<'_>>(line, &mut scratch)?.value;
         Some(self.of(&line))
+    }
+
+    fn save(&self) -> serde_json::Value {
+        crate::agents::saved(self)
     }
 }
 

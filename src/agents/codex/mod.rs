@@ -144,6 +144,10 @@ impl Format for Codex {
         Box::<blocks::Blocks>::default()
     }
 
+    fn resume_blocks(&self, saved: serde_json::Value) -> Option<Box<dyn super::Blocks>> {
+        super::resumed::<blocks::Blocks>(saved)
+    }
+
     fn edited(&self, _line: &[u8], _content: &RawValue, _edit_id: &str) -> Vec<Block> {
         // Rollouts have no edits: the skeleton never makes one.
         Vec::new()

@@ -74,6 +74,7 @@ pub(super) fn skeleton(
 }
 
 /// Pi's blocks need no state across lines.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Blocks;
 
 impl crate::agents::Blocks for Blocks {
@@ -102,6 +103,10 @@ impl crate::agents::Blocks for Blocks {
             _ => Vec::new(),
         };
         Some(blocks)
+    }
+
+    fn save(&self) -> serde_json::Value {
+        crate::agents::saved(self)
     }
 }
 

@@ -108,6 +108,10 @@ impl Format for Pi {
         Box::new(blocks::Blocks)
     }
 
+    fn resume_blocks(&self, saved: serde_json::Value) -> Option<Box<dyn super::Blocks>> {
+        super::resumed::<blocks::Blocks>(saved)
+    }
+
     fn edited(&self, line: &[u8], content: &RawValue, edit_id: &str) -> Vec<Block> {
         blocks::edited(line, content, edit_id)
     }
