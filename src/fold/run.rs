@@ -218,13 +218,14 @@ impl Run<'_> {
             read,
         };
         let session = &manifest.session.id;
+        // A grown session's walk goes on from where its last one ended.
+        let mut from = (prepared.grown_from.as_ref())
+            .and_then(|folded| resume::load(self.store, session, folded));
+        let known = from.as_mut().and_then(|c| c.held.take());
         let held = {
             let catalog = self.catalog.lock().expect("never poisoned");
-            Held::of(self.store, &catalog, session)
+            Held::of_known(self.store, &catalog, session, known)
         };
-        // A grown session's walk goes on from where its last one ended.
-        let from = (prepared.grown_from.as_ref())
-            .and_then(|folded| resume::load(self.store, session, folded));
         let staged = held.and_then(|held| {
             index::stage(
                 session,

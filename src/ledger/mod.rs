@@ -142,18 +142,15 @@ impl Ledger<'_> {
 
     /// The entries from the root down to `to` (inclusive) along parents, in file order.
     pub fn path_to(&self, to: usize) -> Vec<usize> {
-        let mut path = Vec::new();
-        let mut at = Some(to);
-        let mut seen = HashSet::new();
-        while let Some(i) = at {
-            if !seen.insert(i) {
-                break; // a malformed parent cycle
-            }
-            path.push(i);
-            at = self.entries[i].parent;
-        }
+        let mut path: Vec<usize> = self.ancestors(to).collect();
         path.reverse();
         path
+    }
+
+    /// `at` and the entries above it along parents, nearest first. A parent is an entry read
+    /// before its child (the skeleton names it from those), so the walk ends.
+    pub fn ancestors(&self, at: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(Some(at), |&i| self.entries[i].parent.filter(|&p| p < i))
     }
 
     /// Stream the entries again; `visit` gets each one with its blocks.

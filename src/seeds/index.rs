@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::catalog::{self, Batch, Catalog};
@@ -116,7 +117,7 @@ pub fn read_union(
 }
 
 /// What a session's index holds, for a writer about to add to it.
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct Held {
     /// The batches it was read from (the legacy file aside).
     basis: Vec<Digest>,
@@ -129,6 +130,20 @@ pub struct Held {
 }
 
 impl Held {
+    /// What `session`'s index holds: `known` when it was made from the very batches the catalog
+    /// lists for it now (as a fold that staged them left it), else what its index is read to hold.
+    pub fn of_known(
+        store: &Store,
+        catalog: &Catalog,
+        session: &str,
+        known: Option<Held>,
+    ) -> Result<Self> {
+        match known {
+            Some(held) if is_current(&held.basis, catalog, session) => Ok(held),
+            _ => Self::of(store, catalog, session),
+        }
+    }
+
     /// What `session`'s index holds.
     pub fn of(store: &Store, catalog: &Catalog, session: &str) -> Result<Self> {
         let mut held = Held {
@@ -232,7 +247,12 @@ impl Batcher {
         }
         self.seq += 1;
         record.seq = self.seq;
-        self.lines.extend_from_slice(record.to_line().as_bytes());
+        let line = record.to_line();
+        // What the index holds once the batches are listed.
+        self.held.records.insert(identity);
+        self.held.lines.insert(Digest::of(line.as_bytes()));
+        self.held.last_seq = self.seq;
+        self.lines.extend_from_slice(line.as_bytes());
         self.lines.push(b'\n');
         self.count += 1;
         if self.lines.len() >= self.limit {
@@ -251,14 +271,16 @@ impl Batcher {
             object: Digest::of(&bytes),
             bytes: bytes.len() as u64,
         };
+        self.held.basis.push(batch.object);
         self.batches.push((batch, std::mem::take(&mut self.count)));
         bytes
     }
 
-    /// The batches, the last one's bytes still to be put (`None`: it had no lines).
-    fn finish(mut self) -> (Vec<(Batch, usize)>, Option<Vec<u8>>) {
+    /// The batches, the last one's bytes still to be put (`None`: it had no lines), and what the
+    /// index holds once they are listed.
+    fn finish(mut self) -> (Vec<(Batch, usize)>, Option<Vec<u8>>, Held) {
         let last = (self.count > 0).then(|| self.seal());
-        (self.batches, last)
+        (self.batches, last, self.held)
     }
 }
 
@@ -299,13 +321,15 @@ fn stage_in(
         batcher.record(record, put)
     })?;
     let identity = batcher.identity;
-    let (batches, last) = batcher.finish();
+    let (batches, last, held) = batcher.finish();
     Ok(Staged {
         session: session.into(),
         basis,
         batches,
         last,
-        end: identity.zip(midway),
+        end: identity
+            .zip(midway)
+            .map(|(last, midway)| (last, midway, held)),
     })
 }
 
@@ -318,8 +342,9 @@ pub struct Staged {
     batches: Vec<(Batch, usize)>,
     /// The last batch's bytes, not stored yet.
     last: Option<Vec<u8>>,
-    /// Where the extraction ended, after which record, for the next to go on from.
-    end: Option<(Digest, Midway)>,
+    /// Where the extraction ended, after which record, with what the index then holds, for the
+    /// next to go on from.
+    end: Option<(Digest, Midway, Held)>,
 }
 
 impl Staged {
@@ -331,8 +356,8 @@ impl Staged {
 
     /// Where the extraction ended (see [`stage`]) as the checkpoint of `source`, once.
     pub fn take_end(&mut self, source: crate::store::manifest::Source) -> Option<Checkpoint> {
-        let (last, midway) = self.end.take()?;
-        Some(Checkpoint::new(source, last, midway))
+        let (last, midway, held) = self.end.take()?;
+        Some(Checkpoint::new(source, last, midway, held))
     }
 }
 
@@ -380,7 +405,7 @@ fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Bat
             batcher.record(record, &mut put)?;
         }
     }
-    let (batches, last) = batcher.finish();
+    let (batches, last, _) = batcher.finish();
     if let (Some(bytes), Some((batch, _))) = (last, batches.last()) {
         put(&batch.object, &bytes)?;
     }

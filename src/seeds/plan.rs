@@ -211,9 +211,7 @@ fn plan(
     // An entry without a timestamp (a Claude Code side record) dates the record by the nearest
     // entry before it on its branch that has one.
     let at = ledger
-        .path_to(entry)
-        .into_iter()
-        .rev()
+        .ancestors(entry)
         .map(|i| &ledger.entries[i].timestamp)
         .find(|t| !t.is_empty())
         .cloned()

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::extract::Midway;
+use super::index::Held;
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 use crate::store::atomic::Pending;
@@ -30,15 +31,19 @@ pub struct Checkpoint {
     /// The identity of the last record the extraction handed on (its final record).
     pub last: Digest,
     pub midway: Midway,
+    /// What the session's index holds once the extraction's batches are listed: a long session's
+    /// index is read whole to learn it.
+    pub held: Option<Held>,
 }
 
 impl Checkpoint {
-    pub fn new(source: Source, last: Digest, midway: Midway) -> Self {
+    pub fn new(source: Source, last: Digest, midway: Midway, held: Held) -> Self {
         Self {
             version: env!("CARGO_PKG_VERSION").into(),
             source,
             last,
             midway,
+            held: Some(held),
         }
     }
 
