@@ -555,45 +555,40 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(env: Env, 
         env.run("ctxfold", ["fold", "--apply", "--quiet", "--store", store])
             .ok();
     }
-    let codex: Vec<&str> = (grown.iter())
-        .filter(|s| s.path.to_str().unwrap().contains("/rollout-"))
+    // An archived session is not appended to: it is given no checkpoint.
+    for placed in &grown {
+        let kept = checkpoint_path(&here, &placed.id).is_file();
+        assert_eq!(kept, !placed.archived, "{} has a checkpoint", placed.id);
+    }
+    let active: Vec<&str> = (grown.iter())
+        .filter(|s| !s.archived)
         .map(|s| s.id.as_str())
         .collect();
-    assert!(codex.len() >= 3, "three plain rollouts to grow");
-    for id in &codex {
-        assert!(
-            checkpoint_path(&here, id).is_file(),
-            "{id} has a checkpoint"
-        );
-    }
+    assert!(active.len() >= 4, "four plain active sessions to grow");
     fs::remove_dir_all(walked.join("cache/seed-resume")).unwrap();
-    // A checkpoint is trusted when it fits: one planted with a file shows where one was used.
-    let planted = "planted/by/the/test.rs";
+    // A checkpoint is trusted when it fits: one planted with an identifier (from a large output,
+    // long: it ranks first) and a seq past the index's shows that it was used, for the records
+    // and for what the index holds.
+    let planted = "PlantedByTheTestAsIfFromALargeToolOutputOfTheSessionBeforeItGrew";
     let plant = |c: &mut serde_json::Value| {
-        c["midway"]["builder"]["files"]
-            .as_array_mut()
-            .unwrap()
-            .push(planted.into())
+        let candidate = serde_json::json!({"count": 1, "large": true, "last": 0});
+        c["midway"]["builder"]["identifiers"]["candidates"][planted] = candidate;
     };
-    edit_checkpoint(&here, codex[0], plant);
-    // Not one of another version's, nor one whose last record the index does not hold.
-    edit_checkpoint(&here, codex[1], |c| {
+    edit_checkpoint(&here, active[0], |c| {
+        plant(c);
+        c["held"]["last_seq"] = 5_000_000.into();
+    });
+    // Not one of another version's, nor one whose last record the index does not hold, nor what
+    // the index held when it listed other batches.
+    edit_checkpoint(&here, active[1], |c| {
         plant(c);
         c["version"] = "0.0.0".into();
     });
-    edit_checkpoint(&here, codex[2], |c| {
+    edit_checkpoint(&here, active[2], |c| {
         plant(c);
         c["last"] = serde_json::to_value("0".repeat(64)).unwrap();
     });
-    // What the index holds is taken from a checkpoint made against the batches it lists now
-    // (one with a seq past the index's shows it), not from one made against others.
-    let pi: Vec<&str> = (grown.iter())
-        .filter(|s| !s.path.to_str().unwrap().contains("/rollout-"))
-        .map(|s| s.id.as_str())
-        .collect();
-    assert!(pi.len() >= 2, "two plain Pi sessions to grow");
-    edit_checkpoint(&here, pi[0], |c| c["held"]["last_seq"] = 5_000_000.into());
-    edit_checkpoint(&here, pi[1], |c| {
+    edit_checkpoint(&here, active[3], |c| {
         c["held"]["basis"] = serde_json::json!([]);
         c["held"]["last_seq"] = 5_000_000.into();
     });
@@ -620,15 +615,22 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(env: Env, 
             env.stored_seed_index(&walked, id),
         );
         assert!(!whole.is_empty() && !whole.contains(planted), "{id}");
-        if id == codex[0] || id == pi[0] {
-            let seen = index.contains(planted) || index.contains(r#""seq":5000001"#);
-            assert!(seen, "{id}'s checkpoint was not used");
+        if id == active[0] {
+            assert!(index.contains(planted), "{id}'s checkpoint was not used");
+            assert!(
+                index.contains(r#""seq":5000001"#),
+                "{id}'s held was not used"
+            );
             assert_eq!(index.lines().count(), whole.lines().count(), "{id}");
         } else {
             assert_eq!(index, whole, "{id}");
         }
         // The checkpoint now is where the whole session's extraction ended.
-        assert!(checkpoint_path(&walked, id).is_file() || !codex.contains(&id));
+        assert_eq!(
+            checkpoint_path(&walked, id).is_file(),
+            !placed.archived,
+            "{id}"
+        );
     }
     // Restored byte for byte, as any grown session.
     for placed in &grown {

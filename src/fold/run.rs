@@ -25,7 +25,7 @@ use crate::error::{Cause, Error, Result};
 use crate::ledger::FoldedFile;
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
-use crate::seeds::catalog::Catalog;
+use crate::seeds::catalog::{Batch, Catalog};
 use crate::seeds::facts::FactsCache;
 use crate::seeds::index::{self, Held, Staged};
 use crate::seeds::resume;
@@ -222,10 +222,16 @@ impl Run<'_> {
         let mut from = (prepared.grown_from.as_ref())
             .and_then(|folded| resume::load(self.store, session, folded));
         let known = from.as_mut().and_then(|c| c.held.take());
-        let held = {
+        let (held, batches) = {
             let catalog = self.catalog.lock().expect("never poisoned");
-            Held::of_known(self.store, &catalog, session, known)
+            let batches: Vec<Batch> = catalog.of(session).cloned().collect();
+            (
+                Held::of_known(self.store, &catalog, session, known),
+                batches,
+            )
         };
+        // The records handed on then are left out now: the index must hold them.
+        let from = from.and_then(|c| c.midway(self.store, &batches));
         let staged = held.and_then(|held| {
             index::stage(
                 session,
@@ -238,7 +244,9 @@ impl Run<'_> {
         });
         match staged {
             Ok(mut staged) => {
-                if let Some(checkpoint) = staged.take_end(manifest.source) {
+                // An archived session is not appended to: it needs none.
+                let end = staged.take_end(manifest.source);
+                if let Some(checkpoint) = end.filter(|_| !found.session.archived) {
                     // A cache: without it, the next fold of the session walks it whole.
                     let _ = checkpoint.save(self.store, session);
                 }

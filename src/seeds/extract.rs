@@ -80,6 +80,22 @@ struct Resumed {
 }
 
 impl Midway {
+    /// This midway (as kept, without the lists its builder's record gives whole) with those lists
+    /// from `record`, the final record handed on by the extraction that ended here.
+    pub fn with_final(mut self, record: FoldIndex) -> Option<Self> {
+        let builder = &mut self.builder;
+        builder.commands = (record.commands.iter())
+            .map(|c| c.as_str().map(String::from))
+            .collect::<Option<_>>()?;
+        builder.span_at = (record.spans.iter().enumerate())
+            .map(|(at, span)| (span.block_id.clone(), at))
+            .collect();
+        builder.spans = record.spans;
+        builder.files = record.files;
+        builder.user_messages = record.user_messages;
+        Some(self)
+    }
+
     /// How to go on in `ledger`; `None` unless `ledger` is the one this was made from grown by
     /// an append, and every plan not finished then goes on from its final record's builder.
     fn resume(self, ledger: &Ledger<'_>, plans: &[Plan]) -> Option<Resumed> {
@@ -103,10 +119,7 @@ impl Midway {
             bytes: self.bytes,
             blocks: ledger.agent.format().resume_blocks(self.blocks)?,
         };
-        let mut builder = self.builder;
-        builder.span_at = (builder.spans.iter().enumerate())
-            .map(|(at, span)| (span.block_id.clone(), at))
-            .collect();
+        let builder = self.builder;
         Some(Resumed {
             position,
             base,
@@ -319,17 +332,23 @@ impl Chain {
     }
 }
 
+/// A record being built. What its record lists whole (spans, files, commands, user messages)
+/// is not kept with a [`Midway`]: the final record the midway came with gives them back.
 #[derive(Default, Clone, Serialize, Deserialize)]
 struct Builder {
     turn: u64,
     order: u64,
+    #[serde(skip)]
     user_messages: Vec<UserMessage>,
+    #[serde(skip)]
     spans: Vec<Span>,
-    /// Where each block id's span is in `spans` (made again from them when resumed).
+    /// Where each block id's span is in `spans`.
     #[serde(skip)]
     span_at: Map<String, usize>,
+    #[serde(skip)]
     files: Vec<String>,
     input_files: usize,
+    #[serde(skip)]
     commands: VecDeque<String>,
     errors: ErrorPicker,
     identifiers: IdentifierPicker,
@@ -784,6 +803,10 @@ mod tests {
             let unended = bytes[cut - 1] != b'\n';
             assert!(!unended || midway.is_none(), "{what}");
             let Some(midway) = midway else { continue };
+            // As kept in a checkpoint, and given back its lists by the final record.
+            let kept = serde_json::to_string(&midway).unwrap();
+            let midway: Midway = serde_json::from_str(&kept).unwrap();
+            let midway = midway.with_final(before.last().unwrap().clone()).unwrap();
             let (after, again) = extract_from_all(&whole, Some(midway));
             let what = format!("{what} cut at {cut}");
             // The records not handed on again are those handed on for the prefix.

@@ -193,7 +193,7 @@ fn is_current(basis: &[Digest], catalog: &Catalog, session: &str) -> bool {
 }
 
 /// A record's content without its seq (which this sets to 0), as a digest.
-fn identity(record: &mut FoldIndex) -> Digest {
+pub(super) fn identity(record: &mut FoldIndex) -> Digest {
     record.seq = 0;
     Digest::of(record.to_line().as_bytes())
 }
@@ -287,14 +287,14 @@ impl Batcher {
 /// The records ctxfold gives a folded session read from `source` (one `compact` record per
 /// compaction and a final one over its active branch), as batches of what `held` lacks: each
 /// full batch given to `put` as it is made, the last one kept in the [`Staged`] for the caller to
-/// store. With `from` (where the extraction of an earlier version of `source` ended, see
-/// [`resume`](super::resume)), only the entries appended since are walked.
+/// store. With `from` (where the extraction of an earlier version of `source` ended, its records
+/// in `held`: see [`resume`](super::resume)), only the entries appended since are walked.
 pub fn stage(
     session: &str,
     held: Held,
     source: &dyn Source,
     facts: &FactsCache,
-    from: Option<Checkpoint>,
+    from: Option<Midway>,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
     stage_in(BATCH_BYTES, session, held, source, facts, from, put)
@@ -307,14 +307,10 @@ fn stage_in(
     held: Held,
     source: &dyn Source,
     facts: &FactsCache,
-    from: Option<Checkpoint>,
+    from: Option<Midway>,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
     let basis = held.basis.clone();
-    // The records handed on then are left out now: the index must hold them.
-    let from = from
-        .filter(|c| held.records.contains(&c.last))
-        .map(|c| c.midway);
     let ledger = Ledger::scan(source)?;
     let mut batcher = Batcher::new(session, held, limit);
     let midway = extract_from(&ledger, facts, from, &mut |record| {

@@ -2,17 +2,21 @@
 //! of the session grown since by an append walks only the entries appended: a live session is
 //! folded again and again, and walking it whole each time grew with the square of its length.
 //!
-//! A cache, never a record: `<store>/cache/seed-resume/<session>.json.zst`, not mirrored. One that
-//! is lost, damaged, of another ctxfold version, or not of the bytes the session's manifest names
-//! is not used (the session is walked whole); nor is one whose last record the session's index
-//! does not hold (its batch was never listed).
+//! A cache, never a record: `<store>/cache/seed-resume/<session>.json.zst`, not mirrored, none for
+//! an archived session. It keeps no list its final record gives (spans, files, commands): those
+//! come from that record in the index. One that is lost, damaged, of another ctxfold version, or
+//! not of the bytes the session's manifest names is not used (the session is walked whole); nor is
+//! one whose final record the index does not hold (its batch was never listed). What it says the
+//! index holds is used only while the catalog lists the same batches for the session.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::catalog::Batch;
 use super::extract::Midway;
-use super::index::Held;
+use super::index::{Held, identity};
+use super::record::{FoldIndex, HARNESS};
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 use crate::store::atomic::Pending;
@@ -29,8 +33,8 @@ pub struct Checkpoint {
     /// The source the extraction read (as its manifest names it).
     source: Source,
     /// The identity of the last record the extraction handed on (its final record).
-    pub last: Digest,
-    pub midway: Midway,
+    last: Digest,
+    midway: Midway,
     /// What the session's index holds once the extraction's batches are listed: a long session's
     /// index is read whole to learn it.
     pub held: Option<Held>,
@@ -59,6 +63,26 @@ impl Checkpoint {
             .with_path("write", &path)?;
         out.finish().with_path("write", &path)?;
         pending.replace_unsynced(&path)
+    }
+
+    /// Where the extraction ended, made whole with the lists of its final record, read from
+    /// `batches` (the session's, the latest first, each from its last line); `None` when they do
+    /// not hold that record.
+    pub fn midway(self, store: &Store, batches: &[Batch]) -> Option<Midway> {
+        for batch in batches.iter().rev() {
+            let bytes = (store.odb())
+                .read_to_vec(&batch.object, Some(batch.bytes))
+                .ok()?;
+            for line in bytes.rsplit(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let Ok(mut record) = serde_json::from_slice::<FoldIndex>(line) else {
+                    continue;
+                };
+                if record.harness == HARNESS && identity(&mut record) == self.last {
+                    return self.midway.with_final(record);
+                }
+            }
+        }
+        None
     }
 }
 
