@@ -4,10 +4,10 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use crate::error::Result;
-use crate::ledger::block::{code, log_bytes, log_lines};
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
+use crate::ledger::block::{code, log_bytes, log_lines};
 use crate::ledger::{Block, BlockKind, Ledger, Position};
 
 use super::Map;
@@ -57,7 +57,8 @@ pub fn extract_from(
 }
 
 /// Where an extraction stood at the end of a ledger: the walk's place and the builder of its final
-/// record (made only when that record covers the branch to the last entry without edits).
+/// record (made only when that record covers the branch to the last entry without edits), but for
+/// what that record lists whole: [`with_final`](Self::with_final) gives those back.
 #[derive(Serialize, Deserialize)]
 pub struct Midway {
     agent: String,
@@ -214,7 +215,7 @@ fn build(
             entries: end.entries,
             bytes: end.bytes,
             blocks: end.blocks.save(),
-            builder: builder.clone(),
+            builder: builder.without_lists(),
         })
     });
     for chain in &mut chains {
@@ -355,6 +356,18 @@ struct Builder {
 }
 
 impl Builder {
+    /// A copy but for what its record lists whole (see [`Builder`]).
+    fn without_lists(&self) -> Self {
+        Self {
+            turn: self.turn,
+            order: self.order,
+            input_files: self.input_files,
+            errors: self.errors.clone(),
+            identifiers: self.identifiers.clone(),
+            ..Self::default()
+        }
+    }
+
     fn add(
         &mut self,
         block: &Block,
