@@ -536,7 +536,7 @@ fn edit_checkpoint(store: &Path, id: &str, edit: impl FnOnce(&mut serde_json::Va
     fs::write(&path, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
 }
 
-fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(env: Env, homes: Homes) {
+fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: Env, homes: Homes) {
     // Every plain session cut to its first half of lines, as an agent was writing it.
     let grown: Vec<&homes::Placed> = (homes.sessions.iter())
         .filter(|s| s.path.extension().is_some_and(|e| e == "jsonl"))
@@ -548,6 +548,13 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(env: Env, 
     for placed in &grown {
         fs::write(&placed.path, &placed.bytes[..cut(&placed.bytes)]).unwrap();
     }
+    // Sessions this small are walked whole again: none has a checkpoint, unless tests say so.
+    let small = env.path("small");
+    let store = small.to_str().unwrap();
+    env.run("ctxfold", ["fold", "--apply", "--quiet", "--store", store])
+        .ok();
+    assert!(small.join("manifests").is_dir() && !small.join("cache/seed-resume").exists());
+    env.set("CTXFOLD_TEST_CHECKPOINT_BYTES", "0");
     // The same history in two stores: in the second, every session is walked whole again.
     let (here, walked) = (env.store.clone(), env.path("walked-whole"));
     for store in [&here, &walked] {

@@ -26,6 +26,7 @@ use crate::ledger::FoldedFile;
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
 use crate::seeds::catalog::{Batch, Catalog};
+use crate::seeds::extract::Resume;
 use crate::seeds::facts::FactsCache;
 use crate::seeds::index::{self, Held, Staged};
 use crate::seeds::resume;
@@ -231,22 +232,23 @@ impl Run<'_> {
             )
         };
         // The records handed on then are left out now: the index must hold them.
-        let from = from.and_then(|c| c.midway(self.store, &batches));
+        let resume = Resume {
+            from: from.and_then(|c| c.midway(self.store, &batches)),
+            keep: resume::worth_keeping(&manifest.source, found.session.archived),
+        };
         let staged = held.and_then(|held| {
             index::stage(
                 session,
                 held,
                 &source,
                 &self.facts,
-                from,
+                resume,
                 &mut |digest, bytes| pack.add(digest, bytes).map(drop),
             )
         });
         match staged {
             Ok(mut staged) => {
-                // An archived session is not appended to: it needs none.
-                let end = staged.take_end(manifest.source);
-                if let Some(checkpoint) = end.filter(|_| !found.session.archived) {
+                if let Some(checkpoint) = staged.take_end(manifest.source) {
                     // A cache: without it, the next fold of the session walks it whole.
                     let _ = checkpoint.save(self.store, session);
                 }

@@ -36,24 +36,35 @@ pub fn extract(
     facts: &FactsCache,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<()> {
-    build(ledger, &plans(ledger, options)?, true, facts, None, each).map(drop)
+    let plans = plans(ledger, options)?;
+    build(ledger, &plans, true, facts, Resume::default(), each).map(drop)
 }
 
-/// [`extract`] with a final record (a fold's records), going on from `from` when it fits: where
-/// an extraction of the ledger's first entries ended, before an append. Those entries are not
-/// walked again, and only the records over more entries than they are handed on (the others were
-/// handed on then). Returns where this extraction ended, when a later one can go on from there.
+/// How an extraction relates to the one before it and the one after (see [`extract_from`]).
+#[derive(Default)]
+pub struct Resume {
+    /// Where an extraction of the ledger's first entries ended, before an append.
+    pub from: Option<Midway>,
+    /// Whether to say where this one ends.
+    pub keep: bool,
+}
+
+/// [`extract`] with a final record (a fold's records), going on from `resume.from` when it fits:
+/// the entries it saw are not walked again, and only the records over more entries than those are
+/// handed on (the others were handed on then). Returns where this extraction ended when asked
+/// (`resume.keep`) and a later one can go on from there.
 pub fn extract_from(
     ledger: &Ledger<'_>,
     facts: &FactsCache,
-    from: Option<Midway>,
+    resume: Resume,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<Option<Midway>> {
     let options = Options {
         final_record: true,
         through: None,
     };
-    build(ledger, &plans(ledger, &options)?, true, facts, from, each)
+    let plans = plans(ledger, &options)?;
+    build(ledger, &plans, true, facts, resume, each)
 }
 
 /// Where an extraction stood at the end of a ledger: the walk's place and the builder of its final
@@ -131,19 +142,19 @@ impl Midway {
 }
 
 /// The record of each plan, in plan order; `share_prefixes: false` gives every plan a builder of
-/// its own (the tests' reference for the shared way). With `from` (see [`extract_from`]), only the
-/// plans not finished there, each from the builder it left.
+/// its own (the tests' reference for the shared way). Going on from `resume.from` (see
+/// [`extract_from`]), only the plans not finished there, each from the builder it left.
 fn build(
     ledger: &Ledger<'_>,
     plans: &[Plan],
     share_prefixes: bool,
     cache: &FactsCache,
-    from: Option<Midway>,
+    resume: Resume,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<Option<Midway>> {
     let session = ledger.session_id.as_str();
     let cwd = ledger.cwd.as_deref();
-    let resumed = from
+    let resumed = (resume.from)
         .filter(|_| share_prefixes)
         .and_then(|midway| midway.resume(ledger, plans));
     let (start, base, builder, first) = match resumed {
@@ -206,7 +217,7 @@ fn build(
         }
         Ok(())
     })?;
-    let midway = end.and_then(|end| {
+    let midway = end.filter(|_| resume.keep).and_then(|end| {
         let builder = final_builder(ledger, plans, &chains, &own)?;
         Some(Midway {
             agent: ledger.agent.format().name().into(),
@@ -720,7 +731,7 @@ mod tests {
         facts: &FactsCache,
     ) -> Vec<FoldIndex> {
         let mut records = Vec::new();
-        build(ledger, plans, share, facts, None, &mut |r| {
+        build(ledger, plans, share, facts, Resume::default(), &mut |r| {
             records.push(r);
             Ok(())
         })
@@ -782,7 +793,8 @@ mod tests {
     ) -> (Vec<FoldIndex>, Option<Midway>) {
         let ledger = Ledger::scan(source).unwrap();
         let mut records = Vec::new();
-        let midway = extract_from(&ledger, &FactsCache::default(), from, &mut |r| {
+        let resume = Resume { from, keep: true };
+        let midway = extract_from(&ledger, &FactsCache::default(), resume, &mut |r| {
             records.push(r);
             Ok(())
         })

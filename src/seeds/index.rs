@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::catalog::{self, Batch, Catalog};
-use super::extract::{Midway, extract_from};
+use super::extract::{Midway, Resume, extract_from};
 use super::facts::FactsCache;
 use super::record::{FoldIndex, HARNESS};
 use super::resume::Checkpoint;
@@ -287,17 +287,17 @@ impl Batcher {
 /// The records ctxfold gives a folded session read from `source` (one `compact` record per
 /// compaction and a final one over its active branch), as batches of what `held` lacks: each
 /// full batch given to `put` as it is made, the last one kept in the [`Staged`] for the caller to
-/// store. With `from` (where the extraction of an earlier version of `source` ended, its records
+/// store. Going on from where the extraction of an earlier version of `source` ended (its records
 /// in `held`: see [`resume`](super::resume)), only the entries appended since are walked.
 pub fn stage(
     session: &str,
     held: Held,
     source: &dyn Source,
     facts: &FactsCache,
-    from: Option<Midway>,
+    resume: Resume,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
-    stage_in(BATCH_BYTES, session, held, source, facts, from, put)
+    stage_in(BATCH_BYTES, session, held, source, facts, resume, put)
 }
 
 /// [`stage`] in batches of `limit` bytes.
@@ -307,13 +307,13 @@ fn stage_in(
     held: Held,
     source: &dyn Source,
     facts: &FactsCache,
-    from: Option<Midway>,
+    resume: Resume,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
     let basis = held.basis.clone();
     let ledger = Ledger::scan(source)?;
     let mut batcher = Batcher::new(session, held, limit);
-    let midway = extract_from(&ledger, facts, from, &mut |record| {
+    let midway = extract_from(&ledger, facts, resume, &mut |record| {
         batcher.record(record, put)
     })?;
     let identity = batcher.identity;
@@ -433,7 +433,7 @@ pub fn index_folded_session(
     let held = Held::of(store, &catalog, session)?;
     let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, session, bytes).map(drop);
     let source = StoreSource { store, manifest };
-    let mut staged = stage(session, held, &source, facts, None, &mut put)?;
+    let mut staged = stage(session, held, &source, facts, Resume::default(), &mut put)?;
     if let Some((digest, bytes)) = staged.take_object() {
         put(&digest, &bytes)?;
     }
@@ -573,7 +573,7 @@ mod tests {
             held,
             &source(),
             &FactsCache::default(),
-            None,
+            Resume::default(),
             &mut put,
         )
         .unwrap();

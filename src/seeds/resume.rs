@@ -3,7 +3,7 @@
 //! folded again and again, and walking it whole each time grew with the square of its length.
 //!
 //! A cache, never a record: `<store>/cache/seed-resume/<session>.json.zst`, not mirrored, none for
-//! an archived session. It keeps no list its final record gives (spans, files, commands): those
+//! an archived session or a small one ([`worth_keeping`]). It keeps no list its final record gives (spans, files, commands): those
 //! come from that record in the index. One that is lost, damaged, of another ctxfold version, or
 //! not of the bytes the session's manifest names is not used (the session is walked whole); nor is
 //! one whose final record the index does not hold (its batch was never listed). What it says the
@@ -25,6 +25,30 @@ use crate::store::{Store, check_session_id};
 
 /// Checkpoints are read and written whole, and small next to the session: any level will do.
 const LEVEL: i32 = 3;
+
+/// A session smaller than this is walked whole again (in milliseconds): its checkpoint would cost
+/// more, on disk and in the fold that writes it, than it saves.
+pub const MIN_BYTES: u64 = 1 << 20;
+
+/// Whether a session folded from `source` gets a checkpoint (an archived one is not appended to).
+pub fn worth_keeping(source: &Source, archived: bool) -> bool {
+    source.bytes >= min_bytes() && !archived
+}
+
+/// [`MIN_BYTES`]; tests of small sessions set `CTXFOLD_TEST_CHECKPOINT_BYTES` (as git has its
+/// GIT_TEST_* variables): debug builds only, never a release.
+#[cfg(not(debug_assertions))]
+fn min_bytes() -> u64 {
+    MIN_BYTES
+}
+
+#[cfg(debug_assertions)]
+fn min_bytes() -> u64 {
+    std::env::var("CTXFOLD_TEST_CHECKPOINT_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MIN_BYTES)
+}
 
 #[derive(Serialize, Deserialize)]
 pub struct Checkpoint {
