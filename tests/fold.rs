@@ -639,12 +639,30 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: E
             "{id}"
         );
     }
+    // A session grown that no longer gets one (here: the size is raised past it) loses its old
+    // one, which would only take room.
+    let placed = grown.iter().find(|s| s.id == active[1]).unwrap();
+    let file = fs::OpenOptions::new().append(true).open(&placed.path);
+    file.unwrap().write_all(b"\n").unwrap();
+    let mut fold = env.command("ctxfold");
+    fold.args(["fold", "--apply", "--quiet", placed.path.to_str().unwrap()]);
+    fold.env("CTXFOLD_TEST_CHECKPOINT_BYTES", u64::MAX.to_string());
+    Env::output(fold, b"").ok();
+    assert!(!checkpoint_path(&here, active[1]).exists());
+    assert!(checkpoint_path(&here, active[0]).is_file());
+    let mut bytes = placed.bytes.clone();
+    bytes.push(b'\n');
     // Restored byte for byte, as any grown session.
     for placed in &grown {
         let to = env.path(&format!("{}.restored", placed.id));
         let to = to.to_str().unwrap();
         env.run("ctxfold", ["restore", &placed.id, "--to", to]).ok();
-        assert_eq!(fs::read(to).unwrap(), placed.bytes, "{}", placed.id);
+        let expected = if placed.id == active[1] {
+            &bytes
+        } else {
+            &placed.bytes
+        };
+        assert_eq!(&fs::read(to).unwrap(), expected, "{}", placed.id);
     }
 }
 

@@ -75,7 +75,9 @@ use crate::store::writer::WriteStats;
 ///
 /// Sessions are folded in parallel, one per core. Under --apply each agent's session folded is
 /// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its
-/// seed records that the store's seed index of the session lacks are appended to it. A session up
+/// seed records that the store's seed index of the session lacks are appended to it. A grown
+/// session's extraction goes on from where the last fold's ended (a checkpoint in the store's
+/// cache, for active sessions of 1 MiB or more): only its appended entries are walked. A session up
 /// to date that has no seed index at all (folded with --no-seeds, or by a fold stopped before its
 /// seeds) is indexed from the store. The Pi context-fold extension's seed indexes
 /// (--<cwd>--/context-fold/<session-id>/seed-index.jsonl) are merged under --apply into the store's

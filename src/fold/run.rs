@@ -248,10 +248,12 @@ impl Run<'_> {
         });
         match staged {
             Ok(mut staged) => {
-                if let Some(checkpoint) = staged.take_end(manifest.source) {
-                    // A cache: without it, the next fold of the session walks it whole.
-                    let _ = checkpoint.save(self.store, session);
-                }
+                // A cache: without it, the next fold of the session walks it whole; one of an
+                // earlier version would only take room.
+                let _ = match staged.take_end(manifest.source) {
+                    Some(checkpoint) => checkpoint.save(self.store, session),
+                    None => resume::forget(self.store, session),
+                };
                 Seeds::Staged(Box::new(staged))
             }
             Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => Seeds::FromStore,

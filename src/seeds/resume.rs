@@ -3,11 +3,12 @@
 //! folded again and again, and walking it whole each time grew with the square of its length.
 //!
 //! A cache, never a record: `<store>/cache/seed-resume/<session>.json.zst`, not mirrored, none for
-//! an archived session or a small one ([`worth_keeping`]). It keeps no list its final record gives (spans, files, commands): those
-//! come from that record in the index. One that is lost, damaged, of another ctxfold version, or
-//! not of the bytes the session's manifest names is not used (the session is walked whole); nor is
-//! one whose final record the index does not hold (its batch was never listed). What it says the
-//! index holds is used only while the catalog lists the same batches for the session.
+//! an archived session or a small one ([`worth_keeping`]). It keeps no list its final record gives
+//! (spans, files, commands): those come from that record in the index. One that is lost, damaged,
+//! of another ctxfold version, or not of the bytes the session's manifest names is not used (the
+//! session is walked whole); nor is one whose final record the index does not hold (its batch was
+//! never listed). What it says the index holds is used only while the catalog lists the same
+//! batches for the session.
 
 use std::path::PathBuf;
 
