@@ -667,6 +667,67 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: E
 }
 
 #[test]
+fn seeds_extracted_alongside_a_fold_are_those_extracted_after_it() {
+    homes::each_set(seeds_extracted_alongside_a_fold_are_those_extracted_after_it_in);
+}
+
+fn seeds_extracted_alongside_a_fold_are_those_extracted_after_it_in(mut env: Env, homes: Homes) {
+    let after = env.path("after");
+    let fold = |env: &Env, store: &Path| {
+        let store = store.to_str().unwrap();
+        env.run("ctxfold", ["fold", "--apply", "--quiet", "--store", store])
+    };
+    fold(&env, &after).ok();
+    // Every session large enough to be extracted while it is segmented, its records in several
+    // batches (those the extraction makes go into a pack of its own).
+    env.set("CTXFOLD_TEST_ALONGSIDE_BYTES", "0");
+    env.set("CTXFOLD_TEST_BATCH_BYTES", "4096");
+    fold(&env, &env.store).ok();
+    let batches = fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
+    assert!(
+        batches.lines().count() > homes.sessions.len(),
+        "several batches a session"
+    );
+    for placed in &homes.sessions {
+        let index = env.stored_seed_index(&env.store, &placed.id);
+        assert_eq!(
+            index,
+            env.stored_seed_index(&after, &placed.id),
+            "{}",
+            placed.id
+        );
+    }
+    let fsck = env.run("ctxfold", ["fsck", "--full"]).ok();
+    assert!(
+        fsck.stdout_text().contains(" 0 unreferenced objects"),
+        "{}",
+        fsck.stdout_text()
+    );
+    // A source appended to while it was read commits nothing, and its extraction leaves nothing
+    // behind: what the store holds is what a fold without it leaves (the worker's pack).
+    env.set(
+        "CTXFOLD_TEST_AFTER_READ",
+        "printf '{}\\n' >> \"$CTXFOLD_TEST_SOURCE\"",
+    );
+    let left = |env: &Env, name: &str| {
+        for placed in &homes.sessions {
+            fs::write(&placed.path, &placed.bytes).unwrap();
+        }
+        let changed = env.path(name);
+        fold(env, &changed).fails(3);
+        assert_eq!(fs::read_dir(changed.join("manifests")).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(changed.join("tmp")).unwrap().count(), 0);
+        let store = changed.to_str().unwrap();
+        let fsck = env.run("ctxfold", ["fsck", "--store", store]).ok();
+        let packs = fs::read_dir(changed.join("packs-ctxfold")).unwrap().count();
+        (fsck.stdout_text(), packs)
+    };
+    let alongside = left(&env, "changed-alongside");
+    env.set("CTXFOLD_TEST_ALONGSIDE_BYTES", u64::MAX.to_string());
+    assert_eq!(alongside, left(&env, "changed-after"));
+}
+
+#[test]
 fn unsafe_session_ids_are_refused_before_anything_is_written() {
     let env = Env::new();
     let file = env.path("evil.jsonl");

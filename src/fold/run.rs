@@ -22,7 +22,7 @@ use super::stamps::Stamps;
 use super::{Action, Options, Prepared, Removal, Report, Sink, prepare};
 use crate::digest::Digest;
 use crate::error::{Cause, Error, Result};
-use crate::ledger::FoldedFile;
+use crate::ledger::{AlongsideFile, FoldedFile};
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
 use crate::seeds::catalog::{Batch, Catalog};
@@ -68,6 +68,34 @@ enum Seeds {
     /// Up to date, but without a seed index (folded with `--no-seeds`, or by a fold stopped
     /// between its commit and its seeds): extracted from the store.
     Missing,
+}
+
+/// A new session at least this large has its seed records extracted while it is segmented, on a
+/// thread of its own: one long session would otherwise keep one core busy and the other waiting.
+pub const ALONGSIDE_BYTES: u64 = 64 << 20;
+
+/// [`ALONGSIDE_BYTES`]; tests of small sessions set `CTXFOLD_TEST_ALONGSIDE_BYTES` (as git has
+/// its GIT_TEST_* variables): debug builds only, never a release.
+#[cfg(not(debug_assertions))]
+fn alongside_bytes() -> u64 {
+    ALONGSIDE_BYTES
+}
+
+#[cfg(debug_assertions)]
+fn alongside_bytes() -> u64 {
+    std::env::var("CTXFOLD_TEST_ALONGSIDE_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ALONGSIDE_BYTES)
+}
+
+/// A session's seed extraction run while the session is segmented: it reads the file itself, so
+/// whether it read the bytes the fold read is known only once both are done.
+struct Alongside {
+    source: AlongsideFile,
+    staged: Result<Staged>,
+    /// Where its full batches went (a long session's): committed only if the extraction stands.
+    pack: Option<PackWriter>,
 }
 
 /// What the workers share.
@@ -162,14 +190,19 @@ impl Run<'_> {
                 Some(writer) => Sink::Pack(writer),
                 None => Sink::Measure(&mut encoder),
             };
-            let prepared = prepare(
-                self.store,
-                found,
-                self.options,
-                &self.stamps,
-                sink,
-                &self.claimed,
-            );
+            let alongside = self.goes_alongside(found);
+            let (prepared, alongside) = std::thread::scope(|scope| {
+                let extraction = alongside.then(|| scope.spawn(|| self.extract_alongside(found)));
+                let prepared = prepare(
+                    self.store,
+                    found,
+                    self.options,
+                    &self.stamps,
+                    sink,
+                    &self.claimed,
+                );
+                (prepared, extraction.and_then(|e| e.join().ok()))
+            });
             (self.progress.read)();
             let Some(full) = &mut writer else {
                 // A dry run commits nothing: each session is reported as it is measured.
@@ -178,7 +211,11 @@ impl Run<'_> {
                 continue;
             };
             let mut prepared = prepared;
-            let seeds = self.extract_seeds(found, &mut prepared, full);
+            let settled = alongside.and_then(|a| self.settle_alongside(a, found, &prepared));
+            let seeds = match settled {
+                Some(seeds) => seeds,
+                None => self.extract_seeds(found, &mut prepared, full),
+            };
             pending.push(Pending {
                 prepared,
                 at,
@@ -248,12 +285,7 @@ impl Run<'_> {
         });
         match staged {
             Ok(mut staged) => {
-                // A cache: without it, the next fold of the session walks it whole; one of an
-                // earlier version would only take room.
-                let _ = match staged.take_end(manifest.source) {
-                    Some(checkpoint) => checkpoint.save(self.store, session),
-                    None => resume::forget(self.store, session),
-                };
+                self.keep_end(&mut staged, manifest, found);
                 Seeds::Staged(Box::new(staged))
             }
             Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => Seeds::FromStore,
@@ -262,6 +294,92 @@ impl Run<'_> {
                 Seeds::None
             }
         }
+    }
+
+    /// Keep where `staged`'s extraction ended as the checkpoint of `manifest`'s session when it is
+    /// worth keeping. A cache: without it, the next fold of the session walks it whole; one of an
+    /// earlier version would only take room.
+    fn keep_end(&self, staged: &mut Staged, manifest: &Manifest, found: &Found) {
+        let session = &manifest.session.id;
+        let worth = resume::worth_keeping(&manifest.source, found.session.archived);
+        let _ = match staged.take_end(manifest.source).filter(|_| worth) {
+            Some(checkpoint) => checkpoint.save(self.store, session),
+            None => resume::forget(self.store, session),
+        };
+    }
+
+    /// Whether `found`'s seed records are extracted while it is segmented ([`ALONGSIDE_BYTES`]):
+    /// a new agent session that large, under `--apply` with seeds.
+    fn goes_alongside(&self, found: &Found) -> bool {
+        let large = std::fs::metadata(&found.path).is_ok_and(|m| m.len() >= alongside_bytes());
+        self.options.apply
+            && self.options.seeds
+            && found.agent.is_some()
+            && large
+            && !self.store.has_manifest(&found.session.id)
+    }
+
+    /// `found`'s seed records, extracted from its file while a fold reads it (see
+    /// [`Alongside`]).
+    fn extract_alongside(&self, found: &Found) -> Alongside {
+        let session = &found.session.id;
+        let source = AlongsideFile::new(found.path.clone());
+        let odb = self.store.odb();
+        let mut pack: Option<PackWriter> = None;
+        let held = {
+            let catalog = self.catalog.lock().expect("never poisoned");
+            Held::of(self.store, &catalog, session)
+        };
+        let resume = Resume {
+            from: None,
+            keep: !found.session.archived,
+        };
+        let staged = held.and_then(|held| {
+            index::stage(
+                session,
+                held,
+                &source,
+                &self.facts,
+                resume,
+                &mut |digest, bytes| {
+                    let writer = match &mut pack {
+                        Some(writer) => writer,
+                        None => pack.insert(odb.pack_writer(odb.pack_options(false)?)?),
+                    };
+                    writer.add(digest, bytes).map(drop)
+                },
+            )
+        });
+        Alongside {
+            source,
+            staged,
+            pack,
+        }
+    }
+
+    /// The seeds of a session extracted alongside its fold, if they stand: the fold is to be
+    /// committed, and both passes of the extraction read the very bytes it read (else `None`: they
+    /// are extracted again, the usual way).
+    fn settle_alongside(
+        &self,
+        alongside: Alongside,
+        found: &Found,
+        prepared: &Prepared,
+    ) -> Option<Seeds> {
+        let (Some(manifest), Some(read)) = (&prepared.manifest, prepared.read) else {
+            return None;
+        };
+        // A ledger is read in two passes (see `Ledger`).
+        if !alongside.source.read_as(2, read) {
+            return None;
+        }
+        let mut staged = alongside.staged.ok()?;
+        // Its full batches are durable before the catalog can name them.
+        if let Some(pack) = alongside.pack {
+            self.store.odb().commit_pack(pack).ok()?;
+        }
+        self.keep_end(&mut staged, manifest, found);
+        Some(Seeds::Staged(Box::new(staged)))
     }
 
     /// Whether `session` has a seed index (one that cannot be looked up counts as there: a

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 
 pub use block::{Block, BlockKind, Call, Outcome};
 pub use entry::{Entry, EntryKind};
-pub use source::{FileSource, FoldedFile, Source, StoreSource};
+pub use source::{AlongsideFile, FileSource, FoldedFile, Source, StoreSource};
 pub use stream::Stream;
 
 use crate::agents::{Agent, Blocks, json};

@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use crate::digest::{Fingerprint, Fingerprinter};
 use crate::error::{IoContext, Result};
@@ -49,6 +50,78 @@ impl Source for FoldedFile {
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
+    }
+}
+
+/// A session file read while a fold reads it too, before the fold's read is known: each pass that
+/// reads it to its end leaves the fingerprint of what it read, for the caller to check against the
+/// fold's once both are done ([`AlongsideFile::read_as`]).
+pub struct AlongsideFile {
+    pub path: PathBuf,
+    passes: Mutex<Vec<Fingerprint>>,
+}
+
+impl AlongsideFile {
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            passes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether `passes` passes read it whole, each exactly the bytes `read`.
+    pub fn read_as(&self, passes: usize, read: Fingerprint) -> bool {
+        let seen = self.passes.lock().expect("never poisoned");
+        seen.len() == passes && seen.iter().all(|&f| f == read)
+    }
+}
+
+impl Source for AlongsideFile {
+    fn open(&self) -> Result<Box<dyn BufRead + '_>> {
+        Ok(Box::new(Recorded {
+            reader: crate::input::open(&self.path)?,
+            seen: Fingerprinter::default(),
+            passes: Some(&self.passes),
+        }))
+    }
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// A reader that leaves the fingerprint of what it read in `passes` once it reaches its end.
+struct Recorded<'a, R> {
+    reader: R,
+    seen: Fingerprinter,
+    passes: Option<&'a Mutex<Vec<Fingerprint>>>,
+}
+
+impl<R: BufRead> std::io::Read for Recorded<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Recorded<'_, R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.reader.fill_buf()?.is_empty()
+            && let Some(passes) = self.passes.take()
+        {
+            let fingerprint = self.seen.fingerprint();
+            passes.lock().expect("never poisoned").push(fingerprint);
+        }
+        self.reader.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        if let Ok(buf) = self.reader.fill_buf() {
+            self.seen.update(&buf[..n.min(buf.len())]);
+        }
+        self.reader.consume(n);
     }
 }
 
@@ -241,6 +314,32 @@ mod tests {
             out.push(String::from_utf8(line.to_vec()).unwrap());
         }
         out
+    }
+
+    #[test]
+    fn a_file_read_alongside_a_fold_counts_only_passes_that_read_the_folds_bytes_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n").unwrap();
+        let mut fold = Fingerprinter::default();
+        fold.update(b"{\"a\":1}\n{\"b\":2}\n");
+        let read = fold.fingerprint();
+        let file = AlongsideFile::new(path.clone());
+        let pass = |file: &AlongsideFile| {
+            let mut lines = Lines::new(file).unwrap();
+            while lines.next_line().unwrap().is_some() {}
+        };
+        pass(&file);
+        assert!(!file.read_as(2, read), "one pass of two");
+        // A pass that stops before the end leaves nothing.
+        Lines::new(&file).unwrap().next_line().unwrap();
+        assert!(!file.read_as(2, read));
+        pass(&file);
+        assert!(file.read_as(2, read));
+        // A pass over other bytes (the file grew between them) voids the reading.
+        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n{}\n").unwrap();
+        pass(&file);
+        assert!(!file.read_as(3, read));
     }
 
     #[test]

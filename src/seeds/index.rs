@@ -297,7 +297,22 @@ pub fn stage(
     resume: Resume,
     put: &mut Put<'_>,
 ) -> Result<Staged> {
-    stage_in(BATCH_BYTES, session, held, source, facts, resume, put)
+    stage_in(batch_bytes(), session, held, source, facts, resume, put)
+}
+
+/// [`BATCH_BYTES`]; tests of small sessions set `CTXFOLD_TEST_BATCH_BYTES` to see several
+/// batches (as git has its GIT_TEST_* variables): debug builds only, never a release.
+#[cfg(not(debug_assertions))]
+fn batch_bytes() -> usize {
+    BATCH_BYTES
+}
+
+#[cfg(debug_assertions)]
+fn batch_bytes() -> usize {
+    std::env::var("CTXFOLD_TEST_BATCH_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(BATCH_BYTES)
 }
 
 /// [`stage`] in batches of `limit` bytes.
