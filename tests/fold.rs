@@ -678,10 +678,16 @@ fn seeds_extracted_alongside_a_fold_are_those_extracted_after_it_in(mut env: Env
         env.run("ctxfold", ["fold", "--apply", "--quiet", "--store", store])
     };
     fold(&env, &after).ok();
-    // Every session large enough to be extracted while it is segmented, its records in several
-    // batches (those the extraction makes go into a pack of its own).
+    // Every session large enough to be extracted while it is segmented, each folded alone (one
+    // left when a fold takes it), its records in several batches (those the extraction makes go
+    // into a pack of its own).
     env.set("CTXFOLD_TEST_ALONGSIDE_BYTES", "0");
     env.set("CTXFOLD_TEST_BATCH_BYTES", "4096");
+    for placed in &homes.sessions {
+        let path = placed.path.to_str().unwrap();
+        env.run("ctxfold", ["fold", "--apply", "--quiet", path])
+            .ok();
+    }
     fold(&env, &env.store).ok();
     let batches = fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
     assert!(

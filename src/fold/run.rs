@@ -70,8 +70,9 @@ enum Seeds {
     Missing,
 }
 
-/// A new session at least this large has its seed records extracted while it is segmented, on a
-/// thread of its own: one long session would otherwise keep one core busy and the other waiting.
+/// A new session at least this large, folded when no other is left to take, has its seed records
+/// extracted while it is segmented, on a thread of its own: one long session would otherwise keep
+/// one core busy and the other waiting.
 pub const ALONGSIDE_BYTES: u64 = 64 << 20;
 
 /// [`ALONGSIDE_BYTES`]; tests of small sessions set `CTXFOLD_TEST_ALONGSIDE_BYTES` (as git has
@@ -309,10 +310,13 @@ impl Run<'_> {
     }
 
     /// Whether `found`'s seed records are extracted while it is segmented ([`ALONGSIDE_BYTES`]):
-    /// a new agent session that large, under `--apply` with seeds.
+    /// a new agent session that large, under `--apply` with seeds, once no session is left for
+    /// another worker to take (before, every core has work, and two sessions' extractions at once
+    /// would only hold more memory).
     fn goes_alongside(&self, found: &Found) -> bool {
         let large = std::fs::metadata(&found.path).is_ok_and(|m| m.len() >= alongside_bytes());
-        self.options.apply
+        let last = self.next.load(Ordering::Relaxed) >= self.sessions.len();
+        last && self.options.apply
             && self.options.seeds
             && found.agent.is_some()
             && large
