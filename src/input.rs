@@ -34,6 +34,25 @@ pub fn open_at(path: &Path, offset: u64) -> Result<Option<Box<dyn BufRead + Send
     Ok(Some(Box::new(BufReader::with_capacity(1 << 20, file))))
 }
 
+/// Consume the next `bytes` of `input` without looking at them (a reader that hashes or counts
+/// what is consumed still does); false when it has fewer. `what` names it in an error.
+pub fn skip(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<bool> {
+    while bytes > 0 {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context(|| format!("read {what}")),
+        };
+        if available.is_empty() {
+            return Ok(false);
+        }
+        let n = available.len().min(bytes as usize);
+        input.consume(n);
+        bytes -= n as u64;
+    }
+    Ok(true)
+}
+
 /// Whether `path` reads as JSON Lines: its first line that is not blank is a JSON object (an
 /// empty file passes). What every agent writes; a text note, a binary or `/etc/hostname` does not.
 pub fn is_json_lines(path: &Path) -> Result<bool> {

@@ -22,4 +22,5 @@ pub mod seeds;
 pub mod segment;
 pub mod sources;
 pub mod store;
+pub mod test_sizes;
 pub mod time;

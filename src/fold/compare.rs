@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use super::stamp::Stamp;
 use crate::digest::{HashingReader, SoFar};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
+use crate::input::skip;
 use crate::store::manifest::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,13 +47,13 @@ pub fn compare_keeping(
     let mut input = HashingReader::new(crate::input::open(path)?, Some(folded.bytes));
     let mut kept = None;
     if let Some(keep) = keep.filter(|&k| k <= folded.bytes) {
-        if !consume(&mut input, keep, &what)? {
+        if !skip(&mut input, keep, &what)? {
             return Ok((State::Changed, None));
         }
         kept = Some(input.so_far());
     }
     let rest = folded.bytes - input.bytes();
-    if !consume(&mut input, rest, &what)? || input.hashed().1 != folded.sha256 {
+    if !skip(&mut input, rest, &what)? || input.hashed().1 != folded.sha256 {
         return Ok((State::Changed, None));
     }
     let more = match plain {
@@ -63,22 +64,6 @@ pub fn compare_keeping(
         true => (State::Grown, kept),
         false => (State::UpToDate, None),
     })
-}
-
-/// Consume (and so hash) the next `bytes` of `input`; false when it has fewer.
-pub fn consume(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<bool> {
-    while bytes > 0 {
-        let buf = input
-            .fill_buf()
-            .map_err(|e| Error::system(format!("read {what}"), e))?;
-        if buf.is_empty() {
-            return Ok(false);
-        }
-        let n = buf.len().min(bytes as usize);
-        input.consume(n);
-        bytes -= n as u64;
-    }
-    Ok(true)
 }
 
 #[cfg(test)]
@@ -118,7 +103,7 @@ mod tests {
         assert_eq!(state, State::Grown);
         let rest = crate::input::open_at(&path, 3).unwrap().unwrap();
         let mut input = HashingReader::going_on(rest, kept.unwrap());
-        assert!(consume(&mut input, 7, "s").unwrap());
+        assert!(skip(&mut input, 7, "s").unwrap());
         let whole = input.finish();
         assert_eq!(whole.sha256, Digest::of(b"{}\n{}\n[1]\n"));
         assert_eq!(whole.at_mark, Some(folded.sha256));

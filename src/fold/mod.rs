@@ -35,7 +35,7 @@ use crate::store::Store;
 use crate::store::generations::Reason;
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
 use crate::store::writer::{Mode, PartWriter, WriteStats};
-use compare::{State, compare_keeping, consume};
+use compare::{State, compare_keeping};
 use stamp::Stamp;
 use stamps::Stamps;
 
@@ -354,7 +354,7 @@ fn segment_source(
         _ => {
             let mark = folded.map(|source| source.bytes);
             let mut input = HashingReader::new(crate::input::open(&found.path)?, mark);
-            if !consume(&mut input, reused, &report.path)? {
+            if !crate::input::skip(&mut input, reused, &report.path)? {
                 return Err(Error::session_changed(
                     &report.path,
                     "it is shorter than its folded part",

@@ -75,19 +75,9 @@ enum Seeds {
 /// one core busy and the other waiting.
 pub const ALONGSIDE_BYTES: u64 = 64 << 20;
 
-/// [`ALONGSIDE_BYTES`]; tests of small sessions set `CTXFOLD_TEST_ALONGSIDE_BYTES` (as git has
-/// its GIT_TEST_* variables): debug builds only, never a release.
-#[cfg(not(debug_assertions))]
+/// [`ALONGSIDE_BYTES`], which tests lower (see [`crate::test_sizes`]).
 fn alongside_bytes() -> u64 {
-    ALONGSIDE_BYTES
-}
-
-#[cfg(debug_assertions)]
-fn alongside_bytes() -> u64 {
-    std::env::var("CTXFOLD_TEST_ALONGSIDE_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ALONGSIDE_BYTES)
+    crate::test_sizes::size("CTXFOLD_TEST_ALONGSIDE_BYTES", ALONGSIDE_BYTES)
 }
 
 /// A session's seed extraction run while the session is segmented: it reads the file itself, so

@@ -41,11 +41,10 @@ pub struct FoldedFile {
 
 impl Source for FoldedFile {
     fn open(&self) -> Result<Box<dyn BufRead + '_>> {
-        Ok(Box::new(Checked {
+        Ok(Box::new(Fingerprinted {
             reader: crate::input::open(&self.path)?,
             seen: Fingerprinter::default(),
-            expected: self.read,
-            what: self.describe(),
+            end: End::Expect(self.read, self.describe()),
         }))
     }
     fn describe(&self) -> String {
@@ -78,10 +77,10 @@ impl AlongsideFile {
 
 impl Source for AlongsideFile {
     fn open(&self) -> Result<Box<dyn BufRead + '_>> {
-        Ok(Box::new(Recorded {
+        Ok(Box::new(Fingerprinted {
             reader: crate::input::open(&self.path)?,
             seen: Fingerprinter::default(),
-            passes: Some(&self.passes),
+            end: End::Record(Some(&self.passes)),
         }))
     }
     fn describe(&self) -> String {
@@ -89,14 +88,22 @@ impl Source for AlongsideFile {
     }
 }
 
-/// A reader that leaves the fingerprint of what it read in `passes` once it reaches its end.
-struct Recorded<'a, R> {
+/// A reader that fingerprints what is read through it and, at its end, does what `end` says.
+struct Fingerprinted<'a, R> {
     reader: R,
     seen: Fingerprinter,
-    passes: Option<&'a Mutex<Vec<Fingerprint>>>,
+    end: End<'a>,
 }
 
-impl<R: BufRead> std::io::Read for Recorded<'_, R> {
+enum End<'a> {
+    /// Fail unless what was read has this fingerprint (a read past its size fails at once); the
+    /// source, for the message.
+    Expect(Fingerprint, String),
+    /// Leave the fingerprint there, once.
+    Record(Option<&'a Mutex<Vec<Fingerprint>>>),
+}
+
+impl<R: BufRead> std::io::Read for Fingerprinted<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         let buf = self.fill_buf()?;
         let n = buf.len().min(out.len());
@@ -106,53 +113,27 @@ impl<R: BufRead> std::io::Read for Recorded<'_, R> {
     }
 }
 
-impl<R: BufRead> BufRead for Recorded<'_, R> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.reader.fill_buf()?.is_empty()
-            && let Some(passes) = self.passes.take()
-        {
-            let fingerprint = self.seen.fingerprint();
-            passes.lock().expect("never poisoned").push(fingerprint);
-        }
-        self.reader.fill_buf()
-    }
-
-    fn consume(&mut self, n: usize) {
-        if let Ok(buf) = self.reader.fill_buf() {
-            self.seen.update(&buf[..n.min(buf.len())]);
-        }
-        self.reader.consume(n);
-    }
-}
-
-/// A reader that fails at its end unless what it read has the expected fingerprint.
-struct Checked<R> {
-    reader: R,
-    seen: Fingerprinter,
-    expected: Fingerprint,
-    what: String,
-}
-
-impl<R: BufRead> std::io::Read for Checked<R> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Checked<R> {
+impl<R: BufRead> BufRead for Fingerprinted<'_, R> {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         let at_end = self.reader.fill_buf()?.is_empty();
-        let wrong = match at_end {
-            true => self.seen.fingerprint() != self.expected,
-            false => self.seen.bytes() > self.expected.bytes,
-        };
-        if wrong {
-            let why = "it no longer holds the folded bytes";
-            return Err(crate::error::Error::session_changed(&self.what, why).into_io());
+        match &mut self.end {
+            End::Expect(expected, what) => {
+                let wrong = match at_end {
+                    true => self.seen.fingerprint() != *expected,
+                    false => self.seen.bytes() > expected.bytes,
+                };
+                if wrong {
+                    let why = "it no longer holds the folded bytes";
+                    return Err(crate::error::Error::session_changed(what, why).into_io());
+                }
+            }
+            End::Record(passes) if at_end => {
+                if let Some(passes) = passes.take() {
+                    let fingerprint = self.seen.fingerprint();
+                    passes.lock().expect("never poisoned").push(fingerprint);
+                }
+            }
+            End::Record(_) => {}
         }
         self.reader.fill_buf()
     }
@@ -212,24 +193,13 @@ impl<'a> Lines<'a> {
 
     /// Pass over the first `bytes` bytes without making lines of them (they must end a line for
     /// the next line to start there); false when there are fewer.
-    pub fn skip(&mut self, mut bytes: u64) -> Result<bool> {
+    pub fn skip(&mut self, bytes: u64) -> Result<bool> {
         self.reader.consume(std::mem::take(&mut self.pending));
-        let what = &self.what;
-        while bytes > 0 {
-            let available = match self.reader.fill_buf() {
-                Ok(available) => available,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e).context(|| format!("read {what}")),
-            };
-            if available.is_empty() {
-                return Ok(false);
-            }
-            let n = available.len().min(bytes as usize);
-            self.reader.consume(n);
-            self.read += n as u64;
-            bytes -= n as u64;
+        let whole = crate::input::skip(&mut self.reader, bytes, &self.what)?;
+        if whole {
+            self.read += bytes;
         }
-        Ok(true)
+        Ok(whole)
     }
 
     /// The bytes of the lines handed out so far, when each ended with a `\n` (a line after them

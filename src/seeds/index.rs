@@ -300,19 +300,9 @@ pub fn stage(
     stage_in(batch_bytes(), session, held, source, facts, resume, put)
 }
 
-/// [`BATCH_BYTES`]; tests of small sessions set `CTXFOLD_TEST_BATCH_BYTES` to see several
-/// batches (as git has its GIT_TEST_* variables): debug builds only, never a release.
-#[cfg(not(debug_assertions))]
+/// [`BATCH_BYTES`], which tests lower to see several batches (see [`crate::test_sizes`]).
 fn batch_bytes() -> usize {
-    BATCH_BYTES
-}
-
-#[cfg(debug_assertions)]
-fn batch_bytes() -> usize {
-    std::env::var("CTXFOLD_TEST_BATCH_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(BATCH_BYTES)
+    crate::test_sizes::size("CTXFOLD_TEST_BATCH_BYTES", BATCH_BYTES as u64) as usize
 }
 
 /// [`stage`] in batches of `limit` bytes.

@@ -36,19 +36,9 @@ pub fn worth_keeping(source: &Source, archived: bool) -> bool {
     source.bytes >= min_bytes() && !archived
 }
 
-/// [`MIN_BYTES`]; tests of small sessions set `CTXFOLD_TEST_CHECKPOINT_BYTES` (as git has its
-/// GIT_TEST_* variables): debug builds only, never a release.
-#[cfg(not(debug_assertions))]
+/// [`MIN_BYTES`], which tests lower (see [`crate::test_sizes`]).
 fn min_bytes() -> u64 {
-    MIN_BYTES
-}
-
-#[cfg(debug_assertions)]
-fn min_bytes() -> u64 {
-    std::env::var("CTXFOLD_TEST_CHECKPOINT_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(MIN_BYTES)
+    crate::test_sizes::size("CTXFOLD_TEST_CHECKPOINT_BYTES", MIN_BYTES)
 }
 
 #[derive(Serialize, Deserialize)]
