@@ -1,10 +1,12 @@
 //! SHA-256 digests as object names: parsing and printing lowercase hex, hashing bytes and streams;
-//! and fingerprints, the cheap check that a second read of a file found the bytes of the first.
+//! fingerprints, the cheap check that a second read of a file found the bytes of the first; and
+//! midstates, what lets a later read of a file grown by an append hash only what was appended.
 
 use std::fmt;
 use std::io::{self, BufRead, Read, Write};
 use std::str::FromStr;
 
+use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 use sha2::{Digest as _, Sha256};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,34 +32,54 @@ impl Digest {
 
     /// Parse exactly 64 lowercase hex digits, the only spelling the store uses.
     pub fn parse(text: &str) -> Option<Self> {
-        let bytes = text.as_bytes();
-        if bytes.len() != 64 {
-            return None;
-        }
         let mut out = [0u8; 32];
-        for (i, pair) in bytes.chunks_exact(2).enumerate() {
-            out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-        }
+        unhex(text.as_bytes(), &mut out)?;
         Some(Self(out))
     }
 }
 
-fn nibble(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// Lowercase hex digits of `bytes` into `out`, twice as long.
+fn hex(bytes: &[u8], out: &mut [u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (b, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        pair[0] = HEX[(b >> 4) as usize];
+        pair[1] = HEX[(b & 15) as usize];
     }
+}
+
+/// The bytes `text` (exactly twice as long as `out`, lowercase hex) spells, into `out`.
+fn unhex(text: &[u8], out: &mut [u8]) -> Option<()> {
+    // A table, not a match: every manifest names its parts in hex, and loading one parses them all.
+    const NIBBLE: [u8; 256] = {
+        let mut table = [u8::MAX; 256];
+        let mut c = 0;
+        while c < 10 {
+            table[b'0' as usize + c] = c as u8;
+            c += 1;
+        }
+        while c < 16 {
+            table[b'a' as usize + c - 10] = c as u8;
+            c += 1;
+        }
+        table
+    };
+    if text.len() != 2 * out.len() {
+        return None;
+    }
+    for (byte, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+        let (high, low) = (NIBBLE[pair[0] as usize], NIBBLE[pair[1] as usize]);
+        if (high | low) > 15 {
+            return None;
+        }
+        *byte = (high << 4) | low;
+    }
+    Some(())
 }
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut text = [0u8; 64];
-        for (i, b) in self.0.iter().enumerate() {
-            text[2 * i] = HEX[(b >> 4) as usize];
-            text[2 * i + 1] = HEX[(b & 15) as usize];
-        }
+        hex(&self.0, &mut text);
         f.write_str(std::str::from_utf8(&text).expect("hex is ascii"))
     }
 }
@@ -164,6 +186,80 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+/// The sha256 and [`Fingerprint`] of bytes as they stream by.
+#[derive(Clone, Default)]
+pub struct Hasher {
+    sha256: Sha256,
+    fingerprinter: Fingerprinter,
+}
+
+impl Hasher {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.sha256.update(bytes);
+        self.fingerprinter.update(bytes);
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.fingerprinter.bytes()
+    }
+
+    /// The sha256 of the bytes so far.
+    pub fn sha256(&self) -> Digest {
+        Digest(self.sha256.clone().finalize().into())
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.fingerprinter.fingerprint()
+    }
+
+    /// What a later read of the same bytes needs to go on hashing after them ([`Self::resume`]).
+    pub fn midstate(&self) -> Midstate {
+        let state = self.sha256.serialize();
+        let mut text = vec![0u8; 2 * state.len()];
+        hex(&state, &mut text);
+        Midstate {
+            bytes: self.bytes(),
+            xxh3: format!("{:032x}", self.fingerprint().xxh3),
+            sha256: String::from_utf8(text).expect("hex is ascii"),
+        }
+    }
+
+    /// A hasher that goes on from `midstate`, taken after some bytes, as if it had hashed them: it
+    /// has to be given `fingerprinter`, which saw bytes just as cheaply, to tell they were the same
+    /// ones. `None` when they were not (or the midstate does not read).
+    pub fn resume(fingerprinter: Fingerprinter, midstate: &Midstate) -> Option<Self> {
+        let seen = fingerprinter.fingerprint();
+        let xxh3 = u128::from_str_radix(&midstate.xxh3, 16).ok()?;
+        if seen.bytes != midstate.bytes || seen.xxh3 != xxh3 {
+            return None;
+        }
+        let mut state = SerializedState::<Sha256>::default();
+        unhex(midstate.sha256.as_bytes(), &mut state)?;
+        Some(Self {
+            sha256: Sha256::deserialize(&state).ok()?,
+            fingerprinter,
+        })
+    }
+}
+
+/// sha256's state after a file's first bytes, with their count and xxh3: kept with a folded
+/// session, it lets the next fold of the session grown by an append check those bytes with their
+/// xxh3 (some 20× cheaper) and hash with sha256 only what comes after them. Only ever a shortcut
+/// to a sha256 that is then checked against the manifest's own.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Midstate {
+    bytes: u64,
+    xxh3: String,
+    sha256: String,
+}
+
+impl Midstate {
+    /// How many bytes it was taken after.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
 /// A buffered reader that hashes and counts what is consumed through it, and notes on the way the
 /// sha256 of its first `mark` bytes (a file's folded prefix, say).
 pub struct HashingReader<R> {
@@ -185,69 +281,62 @@ pub struct Hashed {
 /// What a [`HashingReader`] hashed and fingerprinted of a file's first bytes.
 pub struct SoFar(Tally);
 
+impl SoFar {
+    /// What `hasher` hashed, for a reader noting the sha256 of the first `mark` bytes (at least
+    /// as many as were hashed) to go on from.
+    pub fn of(hasher: Hasher, mark: Option<u64>) -> Self {
+        let mut tally = Tally {
+            hasher,
+            mark,
+            at_mark: None,
+        };
+        tally.note_mark();
+        Self(tally)
+    }
+}
+
 #[derive(Clone)]
 struct Tally {
-    hasher: Sha256,
-    fingerprinter: Fingerprinter,
-    bytes: u64,
+    hasher: Hasher,
     mark: Option<u64>,
     at_mark: Option<Digest>,
 }
 
 impl Tally {
     fn add(&mut self, mut bytes: &[u8]) {
-        self.fingerprinter.update(bytes);
-        if let Some(mark) = self.mark.filter(|&m| m > self.bytes) {
-            let before = (mark - self.bytes).min(bytes.len() as u64) as usize;
+        if let Some(mark) = self.mark.filter(|&m| m > self.hasher.bytes()) {
+            let before = (mark - self.hasher.bytes()).min(bytes.len() as u64) as usize;
             self.hasher.update(&bytes[..before]);
-            self.bytes += before as u64;
             bytes = &bytes[before..];
             self.note_mark();
         }
         self.hasher.update(bytes);
-        self.bytes += bytes.len() as u64;
     }
 
     fn note_mark(&mut self) {
-        if self.mark == Some(self.bytes) {
-            self.at_mark = Some(Digest(self.hasher.clone().finalize().into()));
+        if self.mark == Some(self.hasher.bytes()) {
+            self.at_mark = Some(self.hasher.sha256());
         }
     }
 }
 
 impl<R: BufRead> HashingReader<R> {
     pub fn new(inner: R, mark: Option<u64>) -> Self {
-        let mut tally = Tally {
-            hasher: Sha256::new(),
-            fingerprinter: Fingerprinter::default(),
-            bytes: 0,
-            mark,
-            at_mark: None,
-        };
-        tally.note_mark();
-        Self { inner, tally }
+        Self::going_on(inner, SoFar::of(Hasher::default(), mark))
     }
 
     pub fn bytes(&self) -> u64 {
-        self.tally.bytes
+        self.tally.hasher.bytes()
     }
 
     /// The size and sha256 of what was consumed so far.
     pub fn hashed(&self) -> (u64, Digest) {
-        (
-            self.tally.bytes,
-            Digest(self.tally.hasher.clone().finalize().into()),
-        )
+        (self.bytes(), self.tally.hasher.sha256())
     }
 
-    /// A writer whose hash goes on from this reader's: what it is given is hashed as if it had
-    /// been read next.
-    pub fn writer_from_here<W: Write>(&self, inner: W) -> HashingWriter<W> {
-        HashingWriter {
-            inner,
-            hasher: self.tally.hasher.clone(),
-            bytes: self.tally.bytes,
-        }
+    /// The hasher as it stands: what is given to it next is hashed as if it had been read next.
+    pub fn hasher(&self) -> Hasher {
+        self.tally.hasher.clone()
     }
 
     /// What was hashed so far, for a reader of the bytes after them to go on from
@@ -266,10 +355,10 @@ impl<R: BufRead> HashingReader<R> {
 
     pub fn finish(self) -> Hashed {
         Hashed {
-            sha256: Digest(self.tally.hasher.finalize().into()),
-            bytes: self.tally.bytes,
+            sha256: self.tally.hasher.sha256(),
+            bytes: self.tally.hasher.bytes(),
             at_mark: self.tally.at_mark,
-            fingerprint: self.tally.fingerprinter.fingerprint(),
+            fingerprint: self.tally.hasher.fingerprint(),
         }
     }
 }
@@ -344,7 +433,9 @@ mod tests {
         assert_eq!(Digest::parse(&hex), Some(d));
         assert_eq!(Digest::parse(&hex.to_uppercase()), None);
         assert_eq!(Digest::parse(&hex[..63]), None);
-        assert_eq!(Digest::parse(&format!("{}g", &hex[..63])), None);
+        for other in ['g', '/', ':', '`', '{', 'A', 'F'] {
+            assert_eq!(Digest::parse(&format!("{}{other}", &hex[..63])), None);
+        }
     }
 
     #[test]

@@ -536,18 +536,26 @@ fn edit_checkpoint(store: &Path, id: &str, edit: impl FnOnce(&mut serde_json::Va
     fs::write(&path, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
 }
 
-fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: Env, homes: Homes) {
-    // Every plain session cut to its first half of lines, as an agent was writing it.
+/// Every plain session cut to its first half of lines, as an agent was writing it: those sessions.
+fn cut_to_their_first_half(homes: &Homes) -> Vec<&homes::Placed> {
     let grown: Vec<&homes::Placed> = (homes.sessions.iter())
         .filter(|s| s.path.extension().is_some_and(|e| e == "jsonl"))
         .collect();
-    let cut = |bytes: &[u8]| {
-        let half = bytes.len() / 2;
-        half + bytes[half..].iter().position(|&b| b == b'\n').unwrap() + 1
-    };
     for placed in &grown {
-        fs::write(&placed.path, &placed.bytes[..cut(&placed.bytes)]).unwrap();
+        let half = placed.bytes.len() / 2;
+        let cut = half
+            + placed.bytes[half..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .unwrap()
+            + 1;
+        fs::write(&placed.path, &placed.bytes[..cut]).unwrap();
     }
+    grown
+}
+
+fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: Env, homes: Homes) {
+    let grown = cut_to_their_first_half(&homes);
     // Sessions this small are walked whole again: none has a checkpoint, unless tests say so.
     let small = env.path("small");
     let store = small.to_str().unwrap();
@@ -663,6 +671,133 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: E
             &placed.bytes
         };
         assert_eq!(&fs::read(to).unwrap(), expected, "{}", placed.id);
+    }
+}
+
+#[test]
+fn a_grown_session_hashed_on_from_its_midstate_folds_as_one_hashed_whole() {
+    homes::each_set(a_grown_session_hashed_on_from_its_midstate_folds_as_one_hashed_whole_in);
+}
+
+fn a_grown_session_hashed_on_from_its_midstate_folds_as_one_hashed_whole_in(
+    mut env: Env,
+    homes: Homes,
+) {
+    let grown = cut_to_their_first_half(&homes);
+    // Sessions this small keep no midstate, unless tests say so.
+    let midstates = |store: &Path| store.join("cache/midstates.jsonl");
+    let small = env.path("small");
+    let fold = |env: &Env, store: &Path| {
+        let store = store.to_str().unwrap();
+        env.run("ctxfold", ["fold", "--apply", "--json", "--store", store])
+    };
+    fold(&env, &small).ok();
+    assert!(small.join("manifests").is_dir() && !midstates(&small).exists());
+    env.set("CTXFOLD_TEST_MIDSTATE_BYTES", "0");
+    // The same history in two stores: in the second, grown sessions are hashed whole again.
+    let (here, whole) = (env.store.clone(), env.path("hashed-whole"));
+    for store in [&here, &whole] {
+        fold(&env, store).ok();
+    }
+    let kept = |store: &Path| -> Vec<serde_json::Value> {
+        let text = fs::read_to_string(midstates(store)).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    for placed in &grown {
+        let path = placed.path.to_str().unwrap();
+        assert!(
+            kept(&here).iter().any(|k| k["path"] == path),
+            "{} has a midstate",
+            placed.id
+        );
+    }
+    fs::remove_file(midstates(&whole)).unwrap();
+    // One session's midstate damaged (a sha256 state of other bytes): it is hashed whole. Another,
+    // the one with the most bytes before its last part, changed in its first line, not appended
+    // to: found changed, midstate or not.
+    let before_last = |placed: &homes::Placed| {
+        let kept = kept(&here);
+        let k = kept
+            .iter()
+            .find(|k| k["path"] == placed.path.to_str().unwrap());
+        k.unwrap()["source"]["midstate"]["bytes"].as_u64().unwrap()
+    };
+    let changed = *grown.iter().max_by_key(|p| before_last(p)).unwrap();
+    let damaged = *grown.iter().find(|p| p.id != changed.id).unwrap();
+    let changed_at = changed
+        .bytes
+        .iter()
+        .position(|b| b.is_ascii_lowercase())
+        .unwrap();
+    assert!(
+        before_last(changed) > changed_at as u64,
+        "a change before the last part"
+    );
+    let lines: Vec<String> = (kept(&here).into_iter())
+        .map(|mut k| {
+            if k["path"] == damaged.path.to_str().unwrap() {
+                let state = k["source"]["midstate"]["sha256"].as_str().unwrap();
+                let other = state.replace(|c| c != '0', "0");
+                k["source"]["midstate"]["sha256"] = other.into();
+            }
+            k.to_string()
+        })
+        .collect();
+    fs::write(midstates(&here), lines.join("\n") + "\n").unwrap();
+    for placed in &grown {
+        let mut bytes = placed.bytes.clone();
+        if placed.id == changed.id {
+            bytes[changed_at] = bytes[changed_at].to_ascii_uppercase();
+        }
+        fs::write(&placed.path, bytes).unwrap();
+    }
+    for store in [&here, &whole] {
+        let reports = json_lines(&fold(&env, store).fails(3).stdout);
+        for placed in &grown {
+            let report = reports.iter().find(|r| r["id"] == placed.id.as_str());
+            let state = match placed.id == changed.id {
+                true => "changed",
+                false => "grown",
+            };
+            assert_eq!(report.unwrap()["state"], state, "{}", placed.id);
+        }
+    }
+    for placed in &grown {
+        // What an object takes stored depends on the pack block it went into: all else is the same.
+        let manifest = |store: &Path| {
+            let path = store.join(format!("manifests/{}.json", placed.id));
+            let mut manifest: serde_json::Value =
+                serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+            for part in manifest["parts"].as_array_mut().unwrap() {
+                part["object"]["stored_bytes"].take();
+            }
+            manifest
+        };
+        assert_eq!(manifest(&here), manifest(&whole), "{}", placed.id);
+        let to = env.path(&format!("{}.restored", placed.id));
+        let to = to.to_str().unwrap();
+        env.run("ctxfold", ["restore", &placed.id, "--to", to]).ok();
+        let expected = match placed.id == changed.id {
+            true => &placed.bytes[..fs::read(to).unwrap().len()],
+            false => &placed.bytes[..],
+        };
+        assert_eq!(fs::read(to).unwrap(), expected, "{}", placed.id);
+    }
+    // Each grown session's midstate is now of its grown bytes, here and in the other store.
+    for store in [&here, &whole] {
+        for placed in grown.iter().filter(|p| p.id != changed.id) {
+            let path = placed.path.to_str().unwrap();
+            let kept = kept(store);
+            let k = kept.iter().find(|k| k["path"] == path).unwrap();
+            assert_eq!(
+                k["source"]["folded"]["bytes"],
+                placed.bytes.len(),
+                "{}",
+                placed.id
+            );
+        }
     }
 }
 

@@ -10,13 +10,15 @@
 //!
 //! A session is read once: segmenting it also hashes it, and hashing the parts as they are written
 //! is what its manifest is checked against (the contract's "in-memory reconstruction"). A session
-//! that grew since it was folded (its folded bytes are a prefix of the file) is hashed whole but
-//! segmented only from its last folded part on. One whose stamp (size, mtime, ctime, inode) is the
+//! that grew since it was folded (its folded bytes are a prefix of the file) is segmented only from
+//! its last folded part on, and hashed only from there when the fold before kept its midstate
+//! ([`midstates`]; the bytes before are checked by their xxh3). One whose stamp (size, mtime, ctime, inode) is the
 //! one recorded when it was last found up to date is not read at all ([`stamps`]). This module
 //! decides and prepares one session; [`run`] folds many, committing them in groups.
 
 pub mod compare;
 pub mod merges;
+pub mod midstates;
 pub mod run;
 pub mod stamp;
 pub mod stamps;
@@ -26,7 +28,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::{Digest, Fingerprint, HashingReader, SoFar};
+use crate::digest::{Digest, Fingerprint, HashingReader, Midstate, SoFar};
 use crate::error::{Error, Result, Status};
 use crate::odb::Encoder;
 use crate::segment::{Settings, Summary, segment};
@@ -36,6 +38,7 @@ use crate::store::generations::Reason;
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
 use crate::store::writer::{Mode, PartWriter, WriteStats};
 use compare::{State, compare_keeping};
+use midstates::Midstates;
 use stamp::Stamp;
 use stamps::Stamps;
 
@@ -156,6 +159,28 @@ pub struct Prepared {
     pub keep: Option<Reason>,
     /// The source as folded before, which the bytes read begin with (a session grown since).
     pub grown_from: Option<Source>,
+    /// What hashed the bytes before the manifest's last part (for the next fold of it grown).
+    pub before_last: Option<Midstate>,
+}
+
+/// What earlier folds left to spare this one reading sources: the stamp cache and the midstates.
+pub struct Caches {
+    pub stamps: Stamps,
+    pub midstates: Midstates,
+}
+
+impl Caches {
+    pub fn load(store: &Store) -> Self {
+        Self {
+            stamps: Stamps::load(store),
+            midstates: Midstates::load(store),
+        }
+    }
+
+    pub fn save(&self, store: &Store) -> Result<()> {
+        self.stamps.save(store)?;
+        self.midstates.save(store)
+    }
 }
 
 /// Where a worker puts new objects: a pack being written, or (in a dry run) an encoder to measure
@@ -172,7 +197,7 @@ pub fn prepare(
     store: &Store,
     found: &Found,
     options: &Options,
-    stamps: &Stamps,
+    caches: &Caches,
     sink: Sink<'_>,
     claimed: &Mutex<HashSet<Digest>>,
 ) -> Prepared {
@@ -185,8 +210,9 @@ pub fn prepare(
         created: Vec::new(),
         keep: None,
         grown_from: None,
+        before_last: None,
     };
-    if let Err(e) = prepare_into(store, found, options, stamps, sink, claimed, &mut prepared) {
+    if let Err(e) = prepare_into(store, found, options, caches, sink, claimed, &mut prepared) {
         prepared.report.fail(&e);
         prepared.manifest = None;
     }
@@ -197,7 +223,7 @@ fn prepare_into(
     store: &Store,
     found: &Found,
     options: &Options,
-    stamps: &Stamps,
+    caches: &Caches,
     sink: Sink<'_>,
     claimed: &Mutex<HashSet<Digest>>,
     prepared: &mut Prepared,
@@ -218,10 +244,12 @@ fn prepare_into(
         // A grown source is segmented again from its folded last part on (see `segment_source`).
         let reused = (manifest.settings.same_segmentation(&options.settings))
             .then(|| reused_bytes(&manifest));
+        let stamps = &caches.stamps;
         let (state, read_before) = if stamps.knows(path, &before, &manifest.source) {
             (State::UpToDate, None)
         } else {
-            compare_keeping(path, &before, &manifest.source, reused)?
+            let midstate = caches.midstates.of(path, &manifest.source);
+            compare_keeping(path, &before, &manifest.source, reused, midstate.as_ref())?
         };
         report.state = Some(state);
         match state {
@@ -368,13 +396,14 @@ fn segment_source(
         parts.push(part);
         Ok(())
     })
-    .after(input.writer_from_here(std::io::sink()));
+    .after(input.hasher());
     let read = segment(&options.settings, &mut input, &report.path, &mut writer);
     let written = writer.finish();
     read?;
     let written = written?;
     report.stats = written.stats;
     prepared.created = written.created;
+    prepared.before_last = written.before_last;
     let whole = input.finish();
     report.source_bytes = whole.bytes;
     prepared.read = Some(whole.fingerprint);

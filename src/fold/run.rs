@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::stamps::Stamps;
-use super::{Action, Options, Prepared, Removal, Report, Sink, prepare};
+use super::{Action, Caches, Options, Prepared, Removal, Report, Sink, prepare};
 use crate::digest::Digest;
 use crate::error::{Cause, Error, Result};
 use crate::ledger::{AlongsideFile, FoldedFile};
@@ -95,7 +94,7 @@ struct Run<'a> {
     sessions: &'a [Found],
     options: &'a Options,
     progress: &'a Progress<'a>,
-    stamps: Stamps,
+    caches: Caches,
     /// Objects some worker has put in its pack (committed or not).
     claimed: Mutex<HashSet<Digest>>,
     next: AtomicUsize,
@@ -121,7 +120,7 @@ pub fn fold_all(
         sessions,
         options,
         progress,
-        stamps: Stamps::load(store),
+        caches: Caches::load(store),
         claimed: Mutex::new(HashSet::new()),
         next: AtomicUsize::new(0),
         waiting: Mutex::new(Vec::new()),
@@ -154,7 +153,7 @@ pub fn fold_all(
         group(run.commit(waiting, false)?)?;
     }
     if options.apply {
-        run.stamps.save(store)?;
+        run.caches.save(store)?;
     }
     Ok(())
 }
@@ -188,7 +187,7 @@ impl Run<'_> {
                     self.store,
                     found,
                     self.options,
-                    &self.stamps,
+                    &self.caches,
                     sink,
                     &self.claimed,
                 );
@@ -564,7 +563,7 @@ fn seeds_failed(report: &mut Report, e: &Error) {
 /// After the commit: remember the stamp, index the seeds the source could not give, remove the
 /// source if asked.
 fn finish(run: &Run<'_>, pending: Pending) -> Report {
-    let (store, options, stamps) = (run.store, run.options, &run.stamps);
+    let (store, options, caches) = (run.store, run.options, &run.caches);
     let found = &run.sessions[pending.at];
     let Pending {
         mut prepared,
@@ -573,7 +572,12 @@ fn finish(run: &Run<'_>, pending: Pending) -> Report {
     } = pending;
     let committed = prepared.manifest.take();
     if let (Some(manifest), Some(stamp)) = (&committed, &prepared.stamp) {
-        stamps.record(&found.path, stamp, &manifest.source);
+        caches.stamps.record(&found.path, stamp, &manifest.source);
+        if let Some(midstate) = prepared.before_last.take() {
+            caches
+                .midstates
+                .record(&found.path, stamp, manifest.source, midstate);
+        }
     }
     let from_store = match seeds {
         Seeds::FromStore => committed.as_ref(),

@@ -45,7 +45,7 @@ impl Stamps {
     }
 }
 
-impl<V: Copy + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
+impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
     /// The cache `<store>/cache/<name>` (empty when there is none yet).
     pub fn load_named(store: &Store, name: &str) -> Self {
         let file = store.cache_dir().join(name);
@@ -73,14 +73,20 @@ impl<V: Copy + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
             .is_some_and(|(s, src)| s == stamp && src == source)
     }
 
+    /// What `path` was last recorded to hold, whatever its stamp now.
+    pub fn last(&self, path: &Path) -> Option<V> {
+        let entries = self.entries.lock().expect("never poisoned");
+        entries.get(path).map(|(_, source)| source.clone())
+    }
+
     /// `path` at `stamp` holds `source`'s bytes (they were just read, or just folded).
     pub fn record(&self, path: &Path, stamp: &Stamp, source: &V) {
         let previous = self
             .entries
             .lock()
             .expect("never poisoned")
-            .insert(path.to_path_buf(), (*stamp, *source));
-        if previous != Some((*stamp, *source)) {
+            .insert(path.to_path_buf(), (*stamp, source.clone()));
+        if previous.is_none_or(|(s, v)| s != *stamp || v != *source) {
             *self.changed.lock().expect("never poisoned") = true;
         }
     }
@@ -101,7 +107,7 @@ impl<V: Copy + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
             let entry = Entry {
                 path: path.to_string(),
                 stamp: *stamp,
-                source: *source,
+                source: source.clone(),
             };
             serde_json::to_writer(&mut text, &entry).expect("entries serialize");
             text.push(b'\n');

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use super::manifest::{ObjectRef, Part, PartKind as ManifestKind};
-use crate::digest::{Digest, HashingWriter};
+use crate::digest::{Digest, Hasher, Midstate};
 use crate::error::Result;
 use crate::odb::pack::PackWriter;
 use crate::odb::{Encoder, Odb};
@@ -53,6 +53,8 @@ impl std::ops::AddAssign for WriteStats {
 /// What a [`PartWriter`] did.
 pub struct Written {
     pub parts: Summary,
+    /// What hashed the bytes before the last part, for a fold of the source grown to go on from.
+    pub before_last: Option<Midstate>,
     pub stats: WriteStats,
     pub created: Vec<Digest>,
 }
@@ -60,7 +62,9 @@ pub struct Written {
 pub struct PartWriter<'a, F: FnMut(Part) -> Result<()>> {
     mode: Mode<'a>,
     record: F,
-    written: HashingWriter<std::io::Sink>,
+    written: Hasher,
+    /// `written` as the last part began.
+    before_last: Option<Hasher>,
     /// A dry run's new objects waiting to be compressed together, as a pack's block would be.
     block: Vec<u8>,
     /// The objects this writer added (or, in a dry run, would add), each once.
@@ -74,7 +78,8 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
         Self {
             mode,
             record,
-            written: HashingWriter::new(std::io::sink()),
+            written: Hasher::default(),
+            before_last: None,
             block: Vec::new(),
             created: Vec::new(),
             stats: WriteStats::default(),
@@ -83,7 +88,7 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
 
     /// The parts follow bytes hashed already (a grown session's folded prefix, as read from its
     /// source): the size and sha256 of what was written go on from `prefix`'s.
-    pub fn after(mut self, prefix: HashingWriter<std::io::Sink>) -> Self {
+    pub fn after(mut self, prefix: Hasher) -> Self {
         self.written = prefix;
         self
     }
@@ -92,9 +97,12 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
     /// dry run's last estimate made), and the objects added.
     pub fn finish(mut self) -> Result<Written> {
         self.estimate()?;
-        let (_, sha256, bytes) = self.written.finish();
         Ok(Written {
-            parts: Summary { bytes, sha256 },
+            parts: Summary {
+                bytes: self.written.bytes(),
+                sha256: self.written.sha256(),
+            },
+            before_last: self.before_last.map(|hasher| hasher.midstate()),
             stats: self.stats,
             created: self.created,
         })
@@ -114,10 +122,8 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
 
 impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
     fn part(&mut self, kind: PartKind<'_>, bytes: &[u8]) -> Result<()> {
-        use std::io::Write;
-        self.written
-            .write_all(bytes)
-            .expect("hashing into a sink cannot fail");
+        self.before_last = Some(self.written.clone());
+        self.written.update(bytes);
         let sha256 = Digest::of(bytes);
         let raw_bytes = bytes.len() as u64;
         let (stored_bytes, created) = match &mut self.mode {
