@@ -194,8 +194,13 @@ fn is_current(basis: &[Digest], catalog: &Catalog, session: &str) -> bool {
 
 /// A record's content without its seq (which this sets to 0), as a digest.
 pub(super) fn identity(record: &mut FoldIndex) -> Digest {
+    Digest::of(unnumbered(record).as_bytes())
+}
+
+/// A record's line with seq 0 (which this sets).
+fn unnumbered(record: &mut FoldIndex) -> String {
     record.seq = 0;
-    Digest::of(record.to_line().as_bytes())
+    record.to_line()
 }
 
 /// A batch past this many bytes is handed on while its session's records are still coming, and
@@ -240,14 +245,14 @@ impl Batcher {
     }
 
     fn record(&mut self, mut record: FoldIndex, put: &mut Put<'_>) -> Result<()> {
-        let identity = identity(&mut record);
+        let unnumbered = unnumbered(&mut record);
+        let identity = Digest::of(unnumbered.as_bytes());
         self.identity = Some(identity);
         if self.held.records.contains(&identity) {
             return Ok(());
         }
         self.seq += 1;
-        record.seq = self.seq;
-        let line = record.to_line();
+        let line = FoldIndex::numbered(&unnumbered, self.seq);
         // What the index holds once the batches are listed.
         self.held.records.insert(identity);
         self.held.lines.insert(Digest::of(line.as_bytes()));

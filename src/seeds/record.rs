@@ -123,4 +123,39 @@ impl FoldIndex {
     pub fn to_line(&self) -> String {
         serde_json::to_string(self).expect("a record serializes")
     }
+
+    /// The line [`to_line`](Self::to_line) writes for the record with its seq set to `seq`, made
+    /// from `unnumbered`, the line it writes with seq 0: a long session's records are large
+    /// (each re-lists every earlier span), and one is wanted of both lines.
+    pub fn numbered(unnumbered: &str, seq: u64) -> String {
+        // `seq` is written after `v`, `kind`, `harness` and `session`, and within a string a quote is
+        // always escaped: the first `,"seq":0,` is the field.
+        const ZERO: &str = ",\"seq\":0,";
+        let at = unnumbered.find(ZERO).expect("a line with seq 0") + ZERO.len() - 2;
+        let mut line = String::with_capacity(unnumbered.len() + 20);
+        line.push_str(&unnumbered[..at]);
+        line.push_str(&seq.to_string());
+        line.push_str(&unnumbered[at + 1..]);
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_numbered_line_is_the_line_the_record_numbered_writes() {
+        let line = r#"{"v":2,"kind":"fold-index","harness":"ctxfold","session":"s","seq":3,"at":"t","trigger":"x","files":[",\"seq\":0,"],"commands":[],"errors":[],"identifiers":[],"userMessages":[],"spans":[],"seq0":",\"seq\":0,"}"#;
+        let mut record: FoldIndex = serde_json::from_str(line).unwrap();
+        for session in ["s", r#"a","seq":0,"b"#, "\",\"seq\":0,", "é\n\u{1}"] {
+            record.session = session.into();
+            record.seq = 0;
+            let unnumbered = record.to_line();
+            for seq in [0, 1, 9, 10, 1_000_000_007, u64::MAX] {
+                record.seq = seq;
+                assert_eq!(FoldIndex::numbered(&unnumbered, seq), record.to_line());
+            }
+        }
+    }
 }
