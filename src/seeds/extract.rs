@@ -337,7 +337,7 @@ impl Chain {
         records: &mut InOrder<'_>,
     ) -> Result<()> {
         while let Some(&(_, p)) = self.waiting.last().filter(|&&(n, _)| n <= index) {
-            records.put(p, self.builder.clone().finish(&plans[p], session))?;
+            records.put(p, self.builder.finish(&plans[p], session))?;
             self.waiting.pop();
         }
         Ok(())
@@ -486,7 +486,10 @@ impl Builder {
         fresh
     }
 
-    fn finish(self, plan: &Plan, session: &str) -> FoldIndex {
+    /// `plan`'s record, as the builder stands. By reference: a chain's builder goes on after
+    /// each of its records, and what a record does not list (where each span is, every
+    /// identifier candidate) is worth no copy.
+    fn finish(&self, plan: &Plan, session: &str) -> FoldIndex {
         FoldIndex {
             v: VERSION,
             kind: "fold-index".into(),
@@ -496,12 +499,12 @@ impl Builder {
             at: plan.at.clone(),
             trigger: plan.trigger.clone(),
             usage: plan.usage.clone(),
-            files: self.files,
-            commands: self.commands.into_iter().map(Into::into).collect(),
+            files: self.files.clone(),
+            commands: self.commands.iter().cloned().map(Into::into).collect(),
             errors: self.errors.pick().into_iter().map(Into::into).collect(),
             identifiers: self.identifiers.pick(),
-            user_messages: self.user_messages,
-            spans: self.spans,
+            user_messages: self.user_messages.clone(),
+            spans: self.spans.clone(),
             extra: Default::default(),
         }
     }
@@ -572,7 +575,7 @@ impl ErrorPicker {
 
     /// Round-robin over markers (most recently seen first), newest line of each first; output in
     /// the order the lines were first seen.
-    fn pick(self) -> Vec<String> {
+    fn pick(&self) -> Vec<String> {
         let mut by_marker: Vec<(String, Vec<(usize, u64)>)> = Vec::new();
         for (i, c) in self.candidates.iter().enumerate() {
             match by_marker.iter_mut().find(|(m, _)| *m == c.marker) {
@@ -600,11 +603,9 @@ impl ErrorPicker {
             round += 1;
         }
         chosen.sort_unstable();
-        let mut candidates: Vec<Option<ErrorCandidate>> =
-            self.candidates.into_iter().map(Some).collect();
         chosen
             .into_iter()
-            .filter_map(|i| candidates[i].take().map(|c| c.line))
+            .map(|i| self.candidates[i].line.clone())
             .collect()
     }
 }
@@ -688,7 +689,7 @@ impl IdentifierPicker {
         self.candidates.retain(|t, _| kept.contains(t));
     }
 
-    fn pick(self) -> Vec<String> {
+    fn pick(&self) -> Vec<String> {
         self.ranked()
             .into_iter()
             .take(MAX_IDENTIFIERS)

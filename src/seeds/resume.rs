@@ -10,6 +10,7 @@
 //! never listed). What it says the index holds is used only while the catalog lists the same
 //! batches for the session.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -71,12 +72,12 @@ impl Checkpoint {
     pub fn save(&self, store: &Store, session: &str) -> Result<()> {
         let path = path(store, session)?;
         crate::store::create_private_dir(path.parent().expect("in the cache"))?;
+        // Serialized whole first: serde's many small writes, each compressed as it came, cost
+        // more than the rest of the save.
+        let json = serde_json::to_vec(self).expect("a checkpoint serializes");
+        let bytes = zstd::bulk::compress(&json, LEVEL).with_path("write", &path)?;
         let mut pending = Pending::new_in(&store.tmp_dir(), ".resume-")?;
-        let mut out = zstd::stream::Encoder::new(&mut pending, LEVEL).with_path("write", &path)?;
-        serde_json::to_writer(&mut out, self)
-            .map_err(std::io::Error::from)
-            .with_path("write", &path)?;
-        out.finish().with_path("write", &path)?;
+        pending.write_all(&bytes).with_path("write", &path)?;
         pending.replace_unsynced(&path)
     }
 
@@ -105,8 +106,8 @@ impl Checkpoint {
 /// comment for when there is none).
 pub fn load(store: &Store, session: &str, folded: &Source) -> Option<Checkpoint> {
     let file = std::fs::File::open(path(store, session).ok()?).ok()?;
-    let json = zstd::stream::read::Decoder::new(file).ok()?;
-    let checkpoint: Checkpoint = serde_json::from_reader(std::io::BufReader::new(json)).ok()?;
+    let json = zstd::decode_all(file).ok()?;
+    let checkpoint: Checkpoint = serde_json::from_slice(&json).ok()?;
     (checkpoint.version == env!("CARGO_PKG_VERSION") && checkpoint.source == *folded)
         .then_some(checkpoint)
 }
