@@ -210,7 +210,7 @@ fn unnumbered(record: &mut FoldIndex) -> String {
 pub const BATCH_BYTES: usize = 16 << 20;
 
 /// Where a finished batch goes (a pack, a loose object) before the catalog lists it.
-pub type Put<'a> = dyn FnMut(&Digest, &[u8]) -> Result<()> + 'a;
+pub type Put<'a> = dyn FnMut(&Digest, &[u8]) -> Result<()> + Send + 'a;
 
 /// A session's records made into batches of the lines its index lacks, as they come: seqs after
 /// the highest held and above [`STORE_SEQ_BASE`] (the extension's records, merged in later with
@@ -323,9 +323,32 @@ fn stage_in(
     let basis = held.basis.clone();
     let ledger = Ledger::scan(source)?;
     let mut batcher = Batcher::new(session, held, limit);
-    let midway = extract_from(&ledger, facts, resume, &mut |record| {
-        batcher.record(record, put)
-    })?;
+    // Records are serialized, hashed and batched on a thread of their own, beside the walk that
+    // makes them: a long session's are large (each re-lists every earlier span), and a long
+    // session is often the one thing left to fold, a core idle.
+    let (walked, batched) = std::thread::scope(|scope| {
+        let (records, received) = crossbeam_channel::bounded(2);
+        let batching = scope.spawn(move || -> Result<Batcher> {
+            for record in received {
+                batcher.record(record, put)?;
+            }
+            Ok(batcher)
+        });
+        let walked = extract_from(&ledger, facts, resume, &mut |record| {
+            // Refused only once batching stopped, on an error reported in its place.
+            records
+                .send(record)
+                .map_err(|_| Error::corrupt("seed records stopped being batched"))
+        });
+        drop(records);
+        let batched = batching.join();
+        (
+            walked,
+            batched.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        )
+    });
+    let batcher = batched?;
+    let midway = walked?;
     let identity = batcher.identity;
     let (batches, last, held) = batcher.finish();
     Ok(Staged {
