@@ -620,6 +620,25 @@ mod tests {
         (staged, stored)
     }
 
+    #[test]
+    fn a_batch_that_cannot_be_put_fails_staging_with_its_own_error() {
+        let (_dir, store) = store();
+        let catalog = Catalog::load(&store).unwrap();
+        let held = Held::of(&store, &catalog, SESSION).unwrap();
+        let mut put = |_: &Digest, _: &[u8]| Err(Error::corrupt("the disk is full"));
+        let staged = stage_in(
+            1,
+            SESSION,
+            held,
+            &source(),
+            &FactsCache::default(),
+            Resume::default(),
+            &mut put,
+        );
+        let e = staged.err().expect("staging fails");
+        assert_eq!(e.to_string(), "the disk is full");
+    }
+
     fn index(store: &Store) -> Vec<u8> {
         let catalog = Catalog::load(store).unwrap();
         let mut bytes = Vec::new();
