@@ -12,14 +12,24 @@ pub fn is_zstd(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "zst")
 }
 
-/// The decompressed bytes of `path`, buffered.
+/// The decompressed bytes of `path`, buffered for reading through.
 pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
+    open_buffered(path, 1 << 20)
+}
+
+/// The first lines of `path`, decompressed: a small buffer, as every fold reads them of every
+/// session it finds, and a first line is a few kilobytes.
+pub fn open_head(path: &Path) -> Result<Box<dyn BufRead + Send>> {
+    open_buffered(path, 64 << 10)
+}
+
+fn open_buffered(path: &Path, capacity: usize) -> Result<Box<dyn BufRead + Send>> {
     let file = File::open(path).with_path("open", path)?;
     if is_zstd(path) {
         let decoder = zstd::stream::read::Decoder::new(file).with_path("read zstd", path)?;
-        Ok(Box::new(BufReader::with_capacity(1 << 20, decoder)))
+        Ok(Box::new(BufReader::with_capacity(capacity, decoder)))
     } else {
-        Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
+        Ok(Box::new(BufReader::with_capacity(capacity, file)))
     }
 }
 
@@ -69,7 +79,7 @@ pub fn skip_seeing(
 pub fn is_json_lines(path: &Path) -> Result<bool> {
     // The line-length limit of fold-v1's default settings bounds what is read.
     let limit = crate::segment::Settings::default().max_json_line_bytes;
-    let mut input = open(path)?.take(limit);
+    let mut input = open_head(path)?.take(limit);
     let mut line = Vec::new();
     loop {
         line.clear();

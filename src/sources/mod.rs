@@ -230,7 +230,7 @@ fn describe(
     describers: &HashMap<Agent, Box<dyn Describe + '_>>,
 ) -> Result<Found> {
     let path = &candidate.path;
-    let mut input = crate::input::open(path)?;
+    let mut input = crate::input::open_head(path)?;
     let Identity {
         agent,
         id,
@@ -336,7 +336,7 @@ fn id_in_name(stem: &str) -> Option<String> {
 /// The id of the session the file at `path` holds, read as discovery reads it (see [`identify`]).
 /// A file that is not there (a source removed once it was folded) names its session by its name.
 pub fn session_id_of(path: &Path) -> Result<String> {
-    let id = match crate::input::open(path) {
+    let id = match crate::input::open_head(path) {
         Ok(mut input) => identify(path, &mut input)?.id,
         Err(e) if !path.exists() => id_in_name(stem(path)).ok_or(e)?,
         Err(e) => return Err(e),
