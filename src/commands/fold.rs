@@ -42,7 +42,9 @@ use crate::store::writer::WriteStats;
 ///
 /// Each session is first compared with what the store holds of it, in the words of ctxfold status:
 /// new (not folded yet), up to date (the same sha256: nothing to do), grown (the folded bytes are a
-/// prefix of the file: its agent appended to it; folded again, only the new bytes are stored), or
+/// prefix of the file: its agent appended to it; folded again, only the new bytes are stored, and
+/// for a session of 1 MiB or more only they are hashed, the bytes before checked by the xxh3 the
+/// last fold kept in the store's cache), or
 /// changed (changed other than by an append: rewritten, truncated). A changed session is refused
 /// (status 3) unless --overwrite is given. Whenever a fold replaces a session's manifest, it first
 /// keeps the one it replaces as a generation, manifests/generations/<id>/<time>-<grown|changed>-<12
