@@ -818,6 +818,8 @@ fn seeds_extracted_alongside_a_fold_are_those_extracted_after_it_in(mut env: Env
     // into a pack of its own).
     env.set("CTXFOLD_TEST_ALONGSIDE_BYTES", "0");
     env.set("CTXFOLD_TEST_BATCH_BYTES", "4096");
+    // And walked on a thread of their own, their records batched on another.
+    env.set("CTXFOLD_TEST_APART_BYTES", "0");
     for placed in &homes.sessions {
         let path = placed.path.to_str().unwrap();
         env.run("ctxfold", ["fold", "--apply", "--quiet", path])

@@ -192,7 +192,7 @@ pub trait Describe: Sync {
 }
 
 /// The blocks of a ledger's lines, in order, for one pass (a format may number repeats).
-pub trait Blocks {
+pub trait Blocks: Send {
     /// The line's blocks; `None` when it is not a JSON object.
     fn blocks(&mut self, line: &[u8]) -> Option<Vec<Block>>;
 

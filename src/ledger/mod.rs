@@ -35,6 +35,8 @@ pub struct Ledger<'s> {
     pub entries: Vec<Entry>,
     /// Lines that did not parse as a JSON object (passed over).
     pub unparseable: u64,
+    /// The bytes read.
+    pub bytes: u64,
 }
 
 /// One entry of the second pass, with its blocks as the ledger holds them.
@@ -116,6 +118,7 @@ impl Ledger<'_> {
             cwd,
             entries,
             unparseable,
+            bytes: lines.bytes(),
         })
     }
 
@@ -154,7 +157,7 @@ impl Ledger<'_> {
     }
 
     /// Stream the entries again; `visit` gets each one with its blocks.
-    pub fn walk(&self, visit: impl FnMut(&Visit<'_>) -> Result<()>) -> Result<()> {
+    pub fn walk(&self, visit: impl FnMut(Visit<'_>) -> Result<()>) -> Result<()> {
         self.walk_from(None, visit).map(drop)
     }
 
@@ -164,7 +167,7 @@ impl Ledger<'_> {
     pub fn walk_from(
         &self,
         from: Option<Position>,
-        mut visit: impl FnMut(&Visit<'_>) -> Result<()>,
+        mut visit: impl FnMut(Visit<'_>) -> Result<()>,
     ) -> Result<Option<Position>> {
         let format = self.agent.format();
         let mut lines = Lines::new(self.source)?;
@@ -189,7 +192,7 @@ impl Ledger<'_> {
                     whole = false;
                     break 'lines;
                 };
-                visit(&Visit {
+                visit(Visit {
                     index,
                     entry,
                     blocks,
@@ -256,7 +259,7 @@ impl Ledger<'_> {
                 .map(Vec::as_slice)
                 .unwrap_or_default()
             {
-                for block in self.edited(visit, edit).unwrap_or_default() {
+                for block in self.edited(&visit, edit).unwrap_or_default() {
                     if wanted.contains(&block.id) {
                         found.insert(block.id.clone(), block);
                     }

@@ -11,7 +11,7 @@ use crate::store::Store;
 use crate::store::manifest::Manifest;
 use crate::store::reconstruct::SessionReader;
 
-pub trait Source {
+pub trait Source: Sync {
     /// A fresh reader over the ledger's (decompressed) bytes.
     fn open(&self) -> Result<Box<dyn BufRead + '_>>;
     /// How to name the ledger in messages.
@@ -200,6 +200,11 @@ impl<'a> Lines<'a> {
             self.read += bytes;
         }
         Ok(whole)
+    }
+
+    /// The bytes of the lines handed out (or skipped) so far.
+    pub fn bytes(&self) -> u64 {
+        self.read
     }
 
     /// The bytes of the lines handed out so far, when each ended with a `\n` (a line after them

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ledger::block::{code, log_bytes, log_lines};
-use crate::ledger::{Block, BlockKind, Ledger, Position};
+use crate::ledger::{Block, BlockKind, Ledger, Position, Visit};
 
 use super::Map;
 use super::facts::{Facts, FactsCache};
@@ -37,7 +37,8 @@ pub fn extract(
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<()> {
     let plans = plans(ledger, options)?;
-    build(ledger, &plans, true, facts, Resume::default(), each).map(drop)
+    let apart = ledger.bytes >= apart_bytes();
+    build(ledger, &plans, true, apart, facts, Resume::default(), each).map(drop)
 }
 
 /// How an extraction relates to the one before it and the one after (see [`extract_from`]).
@@ -64,7 +65,8 @@ pub fn extract_from(
         through: None,
     };
     let plans = plans(ledger, &options)?;
-    build(ledger, &plans, true, facts, resume, each)
+    let apart = ledger.bytes >= apart_bytes();
+    build(ledger, &plans, true, apart, facts, resume, each)
 }
 
 /// Where an extraction stood at the end of a ledger: the walk's place and the builder of its final
@@ -142,12 +144,14 @@ impl Midway {
 }
 
 /// The record of each plan, in plan order; `share_prefixes: false` gives every plan a builder of
-/// its own (the tests' reference for the shared way). Going on from `resume.from` (see
+/// its own (the tests' reference for the shared way), and `apart` walks on a thread of its own
+/// (see [`APART_BYTES`]). Going on from `resume.from` (see
 /// [`extract_from`]), only the plans not finished there, each from the builder it left.
 fn build(
     ledger: &Ledger<'_>,
     plans: &[Plan],
     share_prefixes: bool,
+    apart: bool,
     cache: &FactsCache,
     resume: Resume,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
@@ -178,37 +182,41 @@ fn build(
         .map(|p| (p, builder.clone()))
         .collect();
     let mut records = InOrder::new(first, plans.len(), each);
-    let end = ledger.walk_from(start, |visit| {
+    let own_plans: Vec<usize> = own.iter().map(|&(p, _)| p).collect();
+    let ahead = Ahead {
+        ledger,
+        plans,
+        first,
+        own: &own_plans,
+        cache,
+    };
+    let mut take = |step: Step| -> Result<()> {
         for chain in &mut chains {
-            chain.take_ending(visit.index, plans, session, &mut records)?;
+            chain.take_ending(step.index, plans, session, &mut records)?;
         }
-        // What the lexicons find in a block is worked out once, whichever records cover it.
-        let mut facts: Vec<BlockFacts> = visit
-            .blocks
-            .iter()
-            .map(|_| BlockFacts::new(cache))
+        let mut facts: Vec<BlockFacts> = (step.facts.into_iter())
+            .map(|facts| BlockFacts { cache, facts })
             .collect();
-        for chain in chains.iter_mut().filter(|c| c.wants(visit.index)) {
-            for (block, facts) in visit.blocks.iter().zip(&mut facts) {
+        for chain in chains.iter_mut().filter(|c| c.wants(step.index)) {
+            for (block, facts) in step.blocks.iter().zip(&mut facts) {
                 chain.builder.add(block, chain.fold_event, cwd, facts);
             }
         }
-        let mut edited: Map<usize, Option<Vec<Block>>> = Map::default();
         for (p, builder) in &mut own {
             let plan = &plans[*p];
-            if !plan.covers(visit.index) {
+            if !plan.covers(step.index) {
                 continue;
             }
-            match plan.edits.get(&visit.index) {
+            match plan.edits.get(&step.index) {
                 None => {
-                    for (block, facts) in visit.blocks.iter().zip(&mut facts) {
+                    for (block, facts) in step.blocks.iter().zip(&mut facts) {
                         builder.add(block, plan.fold_event, cwd, facts);
                     }
                 }
-                Some(&edit) => {
-                    let blocks = edited
-                        .entry(edit)
-                        .or_insert_with(|| ledger.edited(visit, edit));
+                Some(edit) => {
+                    let (_, blocks) = (step.edited.iter())
+                        .find(|(at, _)| at == edit)
+                        .expect("the walk made every edit's blocks");
                     for block in blocks.iter().flatten() {
                         builder.add(block, plan.fold_event, cwd, &mut BlockFacts::new(cache));
                     }
@@ -216,7 +224,11 @@ fn build(
             }
         }
         Ok(())
-    })?;
+    };
+    let end = match apart {
+        true => ahead.walk_apart(start, &mut take)?,
+        false => ledger.walk_from(start, |visit| take(ahead.step(visit)))?,
+    };
     let midway = end.filter(|_| resume.keep).and_then(|end| {
         let builder = final_builder(ledger, plans, &chains, &own)?;
         Some(Midway {
@@ -264,6 +276,121 @@ fn final_builder<'b>(
             .find(|c| c.waiting.iter().any(|&(_, p)| p == last))
             .map(|c| &c.builder),
     }
+}
+
+/// The walk ahead of the builders (see [`build`]), for the plans from `first` on (those before
+/// were finished by an earlier extraction); `own` are those with builders of their own, which
+/// may apply edits.
+struct Ahead<'a, 'l> {
+    ledger: &'a Ledger<'l>,
+    plans: &'a [Plan],
+    first: usize,
+    own: &'a [usize],
+    cache: &'a FactsCache,
+}
+
+/// An extraction of a ledger of this many bytes or more has the walk (reading lines, making their blocks
+/// and facts) run on a thread of its own, some entries ahead of the builders, and its records
+/// batched on another (see [`index::stage`](super::index::stage)): a long session's extraction is
+/// what a fold of it waits for last. Shorter ones are not worth the threads.
+pub const APART_BYTES: u64 = 64 << 20;
+
+/// [`APART_BYTES`], which tests lower (see [`crate::test_sizes`]).
+pub fn apart_bytes() -> u64 {
+    crate::test_sizes::size("CTXFOLD_TEST_APART_BYTES", APART_BYTES)
+}
+
+/// Entries walked apart are handed on in batches of this many bytes of text (or [`STEPS`]
+/// entries): one at a time would cost a wake-up of the builders each.
+const STEP_BYTES: usize = 1 << 20;
+const STEPS: usize = 256;
+
+impl Ahead<'_, '_> {
+    /// Walk from `start` on a thread of its own, handing each entry to `take` on this one.
+    fn walk_apart(
+        &self,
+        start: Option<Position>,
+        take: &mut dyn FnMut(Step) -> Result<()>,
+    ) -> Result<Option<Position>> {
+        let (walked, taken) = std::thread::scope(|scope| {
+            let (steps, received) = crossbeam_channel::bounded::<Vec<Step>>(4);
+            let walking = scope.spawn(move || self.walk(start, &steps));
+            let taken = received.iter().flatten().try_for_each(take);
+            drop(received);
+            let walked = walking.join();
+            (
+                walked.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                taken,
+            )
+        });
+        taken?;
+        walked
+    }
+
+    /// Walk from `start`, handing each entry on to `steps` as a [`Step`].
+    fn walk(
+        &self,
+        start: Option<Position>,
+        steps: &crossbeam_channel::Sender<Vec<Step>>,
+    ) -> Result<Option<Position>> {
+        // Refused only once the builders stopped, on an error reported in its place.
+        let send = |batch| {
+            (steps.send(batch)).map_err(|_| Error::corrupt("seed records stopped being built"))
+        };
+        let (mut batch, mut bytes) = (Vec::new(), 0);
+        let end = self.ledger.walk_from(start, |visit| {
+            let step = self.step(visit);
+            bytes += step.blocks.iter().map(|b| b.text.len()).sum::<usize>();
+            batch.push(step);
+            if bytes >= STEP_BYTES || batch.len() >= STEPS {
+                bytes = 0;
+                send(std::mem::take(&mut batch))?;
+            }
+            Ok(())
+        })?;
+        send(batch)?;
+        Ok(end)
+    }
+
+    fn step(&self, visit: Visit<'_>) -> Step {
+        let mut edited: Vec<(usize, Option<Vec<Block>>)> = Vec::new();
+        for &p in self.own {
+            let plan = &self.plans[p];
+            let edit = (plan.covers(visit.index))
+                .then(|| plan.edits.get(&visit.index))
+                .flatten();
+            if let Some(&edit) = edit.filter(|e| !edited.iter().any(|(at, _)| at == *e)) {
+                edited.push((edit, self.ledger.edited(&visit, edit)));
+            }
+        }
+        // What the lexicons find in a block is worked out once, whichever records cover it.
+        let covering = self.plans[self.first..]
+            .iter()
+            .filter(|p| p.covers(visit.index));
+        let (plain, event) = covering.fold((false, false), |(plain, event), p| {
+            (plain || !p.fold_event, event || p.fold_event)
+        });
+        let facts = (visit.blocks.iter())
+            .map(|b| (plain && folds(b, false) || event && folds(b, true)).then_some(b))
+            .map(|b| b.map(|b| self.cache.of(&b.text, b.kind == BlockKind::ToolResult)))
+            .collect();
+        Step {
+            index: visit.index,
+            blocks: visit.blocks,
+            facts,
+            edited,
+        }
+    }
+}
+
+/// One entry as the walk hands it to the builders: its blocks, their facts, and the blocks each
+/// edit that a plan applies to it makes of it.
+struct Step {
+    index: usize,
+    blocks: Vec<Block>,
+    /// Each block's facts, when a record covering the entry folds it.
+    facts: Vec<Option<Arc<Facts>>>,
+    edited: Vec<(usize, Option<Vec<Block>>)>,
 }
 
 /// Records finished in any order, handed on in plan order.
@@ -411,9 +538,7 @@ impl Builder {
             }
             _ => {}
         }
-        let folded = block.spannable()
-            && (!fold_event || matches!(block.kind, BlockKind::ToolResult | BlockKind::Thinking));
-        if !folded {
+        if !folds(block, fold_event) {
             return;
         }
         let (facts, text) = (facts.of(block), block.text.as_str());
@@ -508,6 +633,12 @@ impl Builder {
             extra: Default::default(),
         }
     }
+}
+
+/// Whether a record (of a fold event or not) folds `block` into a span, and so needs its facts.
+fn folds(block: &Block, fold_event: bool) -> bool {
+    block.spannable()
+        && (!fold_event || matches!(block.kind, BlockKind::ToolResult | BlockKind::Thinking))
 }
 
 /// A block's facts, found when a record first needs them, once whichever records do.
@@ -731,11 +862,29 @@ mod tests {
         share: bool,
         facts: &FactsCache,
     ) -> Vec<FoldIndex> {
+        records_walked(ledger, plans, share, false, facts)
+    }
+
+    fn records_walked(
+        ledger: &Ledger<'_>,
+        plans: &[Plan],
+        share: bool,
+        apart: bool,
+        facts: &FactsCache,
+    ) -> Vec<FoldIndex> {
         let mut records = Vec::new();
-        build(ledger, plans, share, facts, Resume::default(), &mut |r| {
-            records.push(r);
-            Ok(())
-        })
+        build(
+            ledger,
+            plans,
+            share,
+            apart,
+            facts,
+            Resume::default(),
+            &mut |r| {
+                records.push(r);
+                Ok(())
+            },
+        )
         .unwrap();
         records
     }
@@ -755,6 +904,9 @@ mod tests {
                 "{}",
                 path.display()
             );
+            // Walked on a thread of its own, ahead of the builders, too.
+            let apart = records_walked(&ledger, &plans, true, true, &FactsCache::default());
+            assert_eq!(shared, apart, "{} walked apart", path.display());
         }
         assert!(
             shared_some > 0,
@@ -788,14 +940,18 @@ mod tests {
         }
     }
 
+    /// [`extract_from`], walking apart or not.
     fn extract_from_all(
         source: &FileSource,
         from: Option<Midway>,
+        apart: bool,
     ) -> (Vec<FoldIndex>, Option<Midway>) {
         let ledger = Ledger::scan(source).unwrap();
+        let plans = plans(&ledger, &FINAL).unwrap();
         let mut records = Vec::new();
         let resume = Resume { from, keep: true };
-        let midway = extract_from(&ledger, &FactsCache::default(), resume, &mut |r| {
+        let cache = FactsCache::default();
+        let midway = build(&ledger, &plans, true, apart, &cache, resume, &mut |r| {
             records.push(r);
             Ok(())
         })
@@ -815,7 +971,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let whole = FileSource(dir.path().join("whole.jsonl"));
         std::fs::write(&whole.0, bytes).unwrap();
-        let (all, end) = extract_from_all(&whole, None);
+        let (all, end) = extract_from_all(&whole, None, false);
         let (mut resumed, mut skipped) = (0, 0);
         let cuts = (1..bytes.len()).filter(|&at| bytes[at - 1] == b'\n');
         for cut in cuts.chain([bytes.len() - 1]) {
@@ -824,7 +980,7 @@ mod tests {
             if Ledger::scan(&prefix).is_err() {
                 continue;
             }
-            let (before, midway) = extract_from_all(&prefix, None);
+            let (before, midway) = extract_from_all(&prefix, None, false);
             // A line without its end may be cut short: nothing goes on from after it.
             let unended = bytes[cut - 1] != b'\n';
             assert!(!unended || midway.is_none(), "{what}");
@@ -833,7 +989,9 @@ mod tests {
             let kept = serde_json::to_string(&midway).unwrap();
             let midway: Midway = serde_json::from_str(&kept).unwrap();
             let midway = midway.with_final(before.last().unwrap().clone()).unwrap();
-            let (after, again) = extract_from_all(&whole, Some(midway));
+            // Every other one walked apart.
+            let apart = cut % 2 == 1;
+            let (after, again) = extract_from_all(&whole, Some(midway), apart);
             let what = format!("{what} cut at {cut}");
             // The records not handed on again are those handed on for the prefix.
             let (done, rest) = all.split_at(all.len() - after.len());
@@ -890,6 +1048,56 @@ mod tests {
     }
 
     #[test]
+    fn records_of_a_session_with_context_edits_are_the_same_walked_apart() {
+        // The Pi fixture with two context edits appended: one trims its first tool result, one
+        // omits its second.
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi");
+        let text = std::fs::read_to_string(
+            fixtures.join("2026-11-30T23-21-14-726Z_01a22ec3-34e4-7265-bb6b-1383eb635647.jsonl"),
+        )
+        .unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let results: Vec<&serde_json::Value> = (lines.iter())
+            .filter(|l| l["message"]["role"] == "toolResult")
+            .map(|l| &l["id"])
+            .collect();
+        let (last, at) = (
+            &lines.last().unwrap()["id"],
+            &lines.last().unwrap()["timestamp"],
+        );
+        let edits = [
+            serde_json::json!({"type": "context_edit", "id": "ed000001", "parentId": last,
+                "timestamp": at, "targetId": results[0],
+                "replacement": {"content": "[trimmed] RESULT_TRIMMED_BY_AN_EDIT"}}),
+            serde_json::json!({"type": "context_edit", "id": "ed000002", "parentId": "ed000001",
+                "timestamp": at, "targetId": results[1], "replacement": null}),
+        ];
+        let mut bytes = text.into_bytes();
+        for edit in edits {
+            bytes.extend_from_slice(format!("{edit}\n").as_bytes());
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let source = FileSource(dir.path().join("edited.jsonl"));
+        std::fs::write(&source.0, &bytes).unwrap();
+        let ledger = Ledger::scan(&source).unwrap();
+        let plans = plans(&ledger, &FINAL).unwrap();
+        assert!(
+            plans.iter().any(|p| !p.edits.is_empty()),
+            "a plan applies the edits"
+        );
+        let cache = FactsCache::default();
+        let own = records(&ledger, &plans, false, &cache);
+        let edited = own.last().unwrap().to_line();
+        assert!(edited.contains(":edit:ed000001"), "{edited}");
+        for apart in [false, true] {
+            assert_eq!(records_walked(&ledger, &plans, true, apart, &cache), own);
+        }
+    }
+
+    #[test]
     fn an_extraction_of_a_tree_goes_on_from_its_final_record_wherever_the_branch_goes_on() {
         let tree = pi_tree();
         let dir = tempfile::tempdir().unwrap();
@@ -911,7 +1119,7 @@ mod tests {
         let fixtures = fixture_ledgers();
         let (mut others, mut longer) = (0, 0);
         for (path, source) in &fixtures {
-            let Some(midway) = extract_from_all(source, None).1 else {
+            let Some(midway) = extract_from_all(source, None, false).1 else {
                 continue;
             };
             let entries = midway.entries;
@@ -922,8 +1130,8 @@ mod tests {
             else {
                 continue;
             };
-            let (all, _) = extract_from_all(other_source, None);
-            let (from_other, _) = extract_from_all(other_source, Some(midway));
+            let (all, _) = extract_from_all(other_source, None, false);
+            let (from_other, _) = extract_from_all(other_source, Some(midway), true);
             assert_eq!(
                 from_other,
                 all,
@@ -967,12 +1175,25 @@ mod tests {
                 .join("tests/fixtures/codex/rollout-2026-03-02T10-00-00-0f1d0000-0000-7000-8000-000000000001.jsonl"),
         );
         let ledger = Ledger::scan(&source).unwrap();
-        let mut calls = 0;
-        let result = extract(&ledger, &FINAL, &FactsCache::default(), &mut |_| {
-            calls += 1;
-            Err(crate::error::Error::usage("receiver full"))
-        });
-        assert!(result.unwrap_err().to_string().contains("receiver full"));
-        assert_eq!(calls, 1);
+        let plans = plans(&ledger, &FINAL).unwrap();
+        for apart in [false, true] {
+            let mut calls = 0;
+            let cache = FactsCache::default();
+            let result = build(
+                &ledger,
+                &plans,
+                true,
+                apart,
+                &cache,
+                Resume::default(),
+                &mut |_| {
+                    calls += 1;
+                    Err(crate::error::Error::usage("receiver full"))
+                },
+            );
+            let e = result.err().expect("the receiver's error");
+            assert_eq!(e.to_string(), "receiver full", "apart: {apart}");
+            assert_eq!(calls, 1);
+        }
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::catalog::{self, Batch, Catalog};
-use super::extract::{Midway, Resume, extract_from};
+use super::extract::{self, Midway, Resume, extract_from};
 use super::facts::FactsCache;
 use super::record::{FoldIndex, HARNESS};
 use super::resume::Checkpoint;
@@ -323,9 +323,35 @@ fn stage_in(
     let basis = held.basis.clone();
     let ledger = Ledger::scan(source)?;
     let mut batcher = Batcher::new(session, held, limit);
-    // Records are serialized, hashed and batched on a thread of their own, beside the walk that
-    // makes them: a long session's are large (each re-lists every earlier span), and a long
-    // session is often the one thing left to fold, a core idle.
+    let (midway, batcher) = match ledger.bytes >= extract::apart_bytes() {
+        true => extract_batching_apart(&ledger, facts, resume, batcher, put)?,
+        false => {
+            let each = &mut |record| batcher.record(record, put);
+            (extract_from(&ledger, facts, resume, each)?, batcher)
+        }
+    };
+    let identity = batcher.identity;
+    let (batches, last, held) = batcher.finish();
+    Ok(Staged {
+        session: session.into(),
+        basis,
+        batches,
+        last,
+        end: identity
+            .zip(midway)
+            .map(|(last, midway)| (last, midway, held)),
+    })
+}
+
+/// [`extract_from`] with the records batched on a thread of their own, beside the walk that makes
+/// them: a long session's are large (each re-lists every earlier span).
+fn extract_batching_apart(
+    ledger: &Ledger<'_>,
+    facts: &FactsCache,
+    resume: Resume,
+    mut batcher: Batcher,
+    put: &mut Put<'_>,
+) -> Result<(Option<Midway>, Batcher)> {
     let (walked, batched) = std::thread::scope(|scope| {
         let (records, received) = crossbeam_channel::bounded(2);
         let batching = scope.spawn(move || -> Result<Batcher> {
@@ -334,7 +360,7 @@ fn stage_in(
             }
             Ok(batcher)
         });
-        let walked = extract_from(&ledger, facts, resume, &mut |record| {
+        let walked = extract_from(ledger, facts, resume, &mut |record| {
             // Refused only once batching stopped, on an error reported in its place.
             records
                 .send(record)
@@ -348,18 +374,7 @@ fn stage_in(
         )
     });
     let batcher = batched?;
-    let midway = walked?;
-    let identity = batcher.identity;
-    let (batches, last, held) = batcher.finish();
-    Ok(Staged {
-        session: session.into(),
-        basis,
-        batches,
-        last,
-        end: identity
-            .zip(midway)
-            .map(|(last, midway)| (last, midway, held)),
-    })
+    Ok((walked?, batcher))
 }
 
 /// A session's new records as batches made against its index as it was ([`stage`]): their bytes
