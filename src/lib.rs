@@ -17,6 +17,7 @@ pub mod interrupt;
 pub mod ledger;
 pub mod mirror;
 pub mod odb;
+pub mod pipeline;
 pub mod restore;
 pub mod seeds;
 pub mod segment;

@@ -12,9 +12,10 @@
 //! is what its manifest is checked against (the contract's "in-memory reconstruction"). A session
 //! that grew since it was folded (its folded bytes are a prefix of the file) is segmented only from
 //! its last folded part on, and hashed only from there when the fold before kept its midstate
-//! ([`midstates`]; the bytes before are checked by their xxh3). One whose stamp (size, mtime, ctime, inode) is the
-//! one recorded when it was last found up to date is not read at all ([`stamps`]). This module
-//! decides and prepares one session; [`run`] folds many, committing them in groups.
+//! ([`midstates`]; the bytes before are checked by their xxh3). One whose stamp (size, mtime,
+//! ctime, inode) is the one recorded when it was last found up to date is not read at all
+//! ([`stamps`]). This module decides and prepares one session; [`run`] folds many, committing them
+//! in groups.
 
 pub mod compare;
 pub mod merges;

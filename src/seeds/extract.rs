@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ledger::block::{code, log_bytes, log_lines};
 use crate::ledger::{Block, BlockKind, Ledger, Position, Visit};
+use crate::pipeline::{self, Feed};
 
 use super::Map;
 use super::facts::{Facts, FactsCache};
@@ -289,10 +290,10 @@ struct Ahead<'a, 'l> {
     cache: &'a FactsCache,
 }
 
-/// An extraction of a ledger of this many bytes or more has the walk (reading lines, making their blocks
-/// and facts) run on a thread of its own, some entries ahead of the builders, and its records
-/// batched on another (see [`index::stage`](super::index::stage)): a long session's extraction is
-/// what a fold of it waits for last. Shorter ones are not worth the threads.
+/// An extraction of a ledger of this many bytes or more has the walk (reading lines, making their
+/// blocks and facts) run on a thread of its own, some entries ahead of the builders, and its
+/// records batched on another (see [`index::stage`](super::index::stage)): a long session's
+/// extraction is what a fold of it waits for last. Shorter ones are not worth the threads.
 pub const APART_BYTES: u64 = 64 << 20;
 
 /// [`APART_BYTES`], which tests lower (see [`crate::test_sizes`]).
@@ -312,44 +313,22 @@ impl Ahead<'_, '_> {
         start: Option<Position>,
         take: &mut dyn FnMut(Step) -> Result<()>,
     ) -> Result<Option<Position>> {
-        let (walked, taken) = std::thread::scope(|scope| {
-            let (steps, received) = crossbeam_channel::bounded::<Vec<Step>>(4);
-            let walking = scope.spawn(move || self.walk(start, &steps));
-            let taken = received.iter().flatten().try_for_each(take);
-            drop(received);
-            let walked = walking.join();
-            (
-                walked.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                taken,
-            )
-        });
-        taken?;
-        walked
-    }
-
-    /// Walk from `start`, handing each entry on to `steps` as a [`Step`].
-    fn walk(
-        &self,
-        start: Option<Position>,
-        steps: &crossbeam_channel::Sender<Vec<Step>>,
-    ) -> Result<Option<Position>> {
-        // Refused only once the builders stopped, on an error reported in its place.
-        let send = |batch| {
-            (steps.send(batch)).map_err(|_| Error::corrupt("seed records stopped being built"))
+        let walk = |feed: &Feed<Vec<Step>>| {
+            let (mut batch, mut bytes) = (Vec::new(), 0);
+            let end = self.ledger.walk_from(start, |visit| {
+                let step = self.step(visit);
+                bytes += step.blocks.iter().map(|b| b.text.len()).sum::<usize>();
+                batch.push(step);
+                if bytes >= STEP_BYTES || batch.len() >= STEPS {
+                    bytes = 0;
+                    feed.send(std::mem::take(&mut batch))?;
+                }
+                Ok(())
+            })?;
+            feed.send(batch)?;
+            Ok(end)
         };
-        let (mut batch, mut bytes) = (Vec::new(), 0);
-        let end = self.ledger.walk_from(start, |visit| {
-            let step = self.step(visit);
-            bytes += step.blocks.iter().map(|b| b.text.len()).sum::<usize>();
-            batch.push(step);
-            if bytes >= STEP_BYTES || batch.len() >= STEPS {
-                bytes = 0;
-                send(std::mem::take(&mut batch))?;
-            }
-            Ok(())
-        })?;
-        send(batch)?;
-        Ok(end)
+        pipeline::split(4, walk, |batch| batch.into_iter().try_for_each(&mut *take))
     }
 
     fn step(&self, visit: Visit<'_>) -> Step {

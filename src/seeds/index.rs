@@ -23,6 +23,7 @@ use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
 use crate::odb::{DEFAULT_LEVEL, Encoder};
+use crate::pipeline::{self, Feed};
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id, entry_names};
 
@@ -210,7 +211,7 @@ fn unnumbered(record: &mut FoldIndex) -> String {
 pub const BATCH_BYTES: usize = 16 << 20;
 
 /// Where a finished batch goes (a pack, a loose object) before the catalog lists it.
-pub type Put<'a> = dyn FnMut(&Digest, &[u8]) -> Result<()> + Send + 'a;
+pub type Put<'a> = dyn FnMut(&Digest, &[u8]) -> Result<()> + 'a;
 
 /// A session's records made into batches of the lines its index lacks, as they come: seqs after
 /// the highest held and above [`STORE_SEQ_BASE`] (the extension's records, merged in later with
@@ -323,12 +324,9 @@ fn stage_in(
     let basis = held.basis.clone();
     let ledger = Ledger::scan(source)?;
     let mut batcher = Batcher::new(session, held, limit);
-    let (midway, batcher) = match ledger.bytes >= extract::apart_bytes() {
-        true => extract_batching_apart(&ledger, facts, resume, batcher, put)?,
-        false => {
-            let each = &mut |record| batcher.record(record, put);
-            (extract_from(&ledger, facts, resume, each)?, batcher)
-        }
+    let midway = match ledger.bytes >= extract::apart_bytes() {
+        true => extract_batching_apart(&ledger, facts, resume, &mut batcher, put)?,
+        false => extract_from(&ledger, facts, resume, &mut |r| batcher.record(r, put))?,
     };
     let identity = batcher.identity;
     let (batches, last, held) = batcher.finish();
@@ -343,38 +341,19 @@ fn stage_in(
     })
 }
 
-/// [`extract_from`] with the records batched on a thread of their own, beside the walk that makes
-/// them: a long session's are large (each re-lists every earlier span).
+/// [`extract_from`] on a thread of its own, its records batched on this one as they come: a long
+/// session's are large (each re-lists every earlier span).
 fn extract_batching_apart(
     ledger: &Ledger<'_>,
     facts: &FactsCache,
     resume: Resume,
-    mut batcher: Batcher,
+    batcher: &mut Batcher,
     put: &mut Put<'_>,
-) -> Result<(Option<Midway>, Batcher)> {
-    let (walked, batched) = std::thread::scope(|scope| {
-        let (records, received) = crossbeam_channel::bounded(2);
-        let batching = scope.spawn(move || -> Result<Batcher> {
-            for record in received {
-                batcher.record(record, put)?;
-            }
-            Ok(batcher)
-        });
-        let walked = extract_from(ledger, facts, resume, &mut |record| {
-            // Refused only once batching stopped, on an error reported in its place.
-            records
-                .send(record)
-                .map_err(|_| Error::corrupt("seed records stopped being batched"))
-        });
-        drop(records);
-        let batched = batching.join();
-        (
-            walked,
-            batched.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        )
-    });
-    let batcher = batched?;
-    Ok((walked?, batcher))
+) -> Result<Option<Midway>> {
+    let extract = |feed: &Feed<FoldIndex>| {
+        extract_from(ledger, facts, resume, &mut |record| feed.send(record))
+    };
+    pipeline::split(2, extract, |record| batcher.record(record, put))
 }
 
 /// A session's new records as batches made against its index as it was ([`stage`]): their bytes
@@ -639,19 +618,30 @@ mod tests {
     fn a_batch_that_cannot_be_put_fails_staging_with_its_own_error() {
         let (_dir, store) = store();
         let catalog = Catalog::load(&store).unwrap();
-        let held = Held::of(&store, &catalog, SESSION).unwrap();
+        let held = || Held::of(&store, &catalog, SESSION).unwrap();
         let mut put = |_: &Digest, _: &[u8]| Err(Error::corrupt("the disk is full"));
+        let facts = FactsCache::default();
         let staged = stage_in(
             1,
             SESSION,
-            held,
+            held(),
             &source(),
-            &FactsCache::default(),
+            &facts,
             Resume::default(),
             &mut put,
         );
         let e = staged.err().expect("staging fails");
         assert_eq!(e.to_string(), "the disk is full");
+        // Batched apart from the extraction, as a long session's records are.
+        let source = source();
+        let ledger = Ledger::scan(&source).unwrap();
+        let mut batcher = Batcher::new(SESSION, held(), 1);
+        let apart =
+            extract_batching_apart(&ledger, &facts, Resume::default(), &mut batcher, &mut put);
+        assert_eq!(
+            apart.err().expect("batching fails").to_string(),
+            "the disk is full"
+        );
     }
 
     fn index(store: &Store) -> Vec<u8> {

@@ -128,8 +128,8 @@ impl FoldIndex {
     /// from `unnumbered`, the line it writes with seq 0: a long session's records are large
     /// (each re-lists every earlier span), and one is wanted of both lines.
     pub fn numbered(unnumbered: &str, seq: u64) -> String {
-        // `seq` is written after `v`, `kind`, `harness` and `session`, and within a string a quote is
-        // always escaped: the first `,"seq":0,` is the field.
+        // `seq` is written after `v`, `kind`, `harness` and `session`, and within a string a quote
+        // is always escaped: the first `,"seq":0,` is the field.
         const ZERO: &str = ",\"seq\":0,";
         let at = unnumbered.find(ZERO).expect("a line with seq 0") + ZERO.len() - 2;
         let mut line = String::with_capacity(unnumbered.len() + 20);
