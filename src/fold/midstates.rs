@@ -1,5 +1,5 @@
-//! The midstate cache: for each session folded, what hashed its bytes before its last part
-//! ([`Midstate`]). The next fold of it grown by an append reuses those parts and would hash those
+//! The midstate cache: for each session folded with 1 MiB or more before its last part, what
+//! hashed those bytes ([`Midstate`]). The next fold of it grown by an append reuses those parts and would hash those
 //! bytes again only to find the manifest's sha256; with the midstate it checks them by their xxh3
 //! and hashes from the last part on (see [`compare_keeping`](super::compare::compare_keeping)).
 //!
