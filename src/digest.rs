@@ -212,6 +212,11 @@ impl Hasher {
         self.fingerprinter.fingerprint()
     }
 
+    /// Its fingerprinter alone, to go on fingerprinting the bytes after these.
+    pub fn fingerprinter(&self) -> Fingerprinter {
+        self.fingerprinter.clone()
+    }
+
     /// What a later read of the same bytes needs to go on hashing after them ([`Self::resume`]).
     pub fn midstate(&self) -> Midstate {
         let state = self.sha256.serialize();
@@ -264,7 +269,7 @@ impl Midstate {
 /// sha256 of its first `mark` bytes (a file's folded prefix, say).
 pub struct HashingReader<R> {
     inner: R,
-    tally: Tally,
+    so_far: SoFar,
 }
 
 /// What a [`HashingReader`] saw.
@@ -278,32 +283,30 @@ pub struct Hashed {
     pub fingerprint: Fingerprint,
 }
 
-/// What a [`HashingReader`] hashed and fingerprinted of a file's first bytes.
-pub struct SoFar(Tally);
-
-impl SoFar {
-    /// What `hasher` hashed, for a reader noting the sha256 of the first `mark` bytes (at least
-    /// as many as were hashed) to go on from.
-    pub fn of(hasher: Hasher, mark: Option<u64>) -> Self {
-        let mut tally = Tally {
-            hasher,
-            mark,
-            at_mark: None,
-        };
-        tally.note_mark();
-        Self(tally)
-    }
-}
-
+/// Bytes hashed and fingerprinted as they are given, noting on the way the sha256 of the first
+/// `mark` of them: what a [`HashingReader`] saw of a file's first bytes, or what a writer of the
+/// file's parts wrote.
 #[derive(Clone)]
-struct Tally {
+pub struct SoFar {
     hasher: Hasher,
     mark: Option<u64>,
     at_mark: Option<Digest>,
 }
 
-impl Tally {
-    fn add(&mut self, mut bytes: &[u8]) {
+impl SoFar {
+    /// What `hasher` hashed, going on to note the sha256 of the first `mark` bytes (at least as
+    /// many as were hashed).
+    pub fn of(hasher: Hasher, mark: Option<u64>) -> Self {
+        let mut so_far = Self {
+            hasher,
+            mark,
+            at_mark: None,
+        };
+        so_far.note_mark();
+        so_far
+    }
+
+    pub fn add(&mut self, mut bytes: &[u8]) {
         if let Some(mark) = self.mark.filter(|&m| m > self.hasher.bytes()) {
             let before = (mark - self.hasher.bytes()).min(bytes.len() as u64) as usize;
             self.hasher.update(&bytes[..before]);
@@ -318,6 +321,15 @@ impl Tally {
             self.at_mark = Some(self.hasher.sha256());
         }
     }
+
+    pub fn hasher(&self) -> &Hasher {
+        &self.hasher
+    }
+
+    /// The sha256 of the first `mark` bytes, when there were that many.
+    pub fn at_mark(&self) -> Option<Digest> {
+        self.at_mark
+    }
 }
 
 impl<R: BufRead> HashingReader<R> {
@@ -326,50 +338,44 @@ impl<R: BufRead> HashingReader<R> {
     }
 
     pub fn bytes(&self) -> u64 {
-        self.tally.hasher.bytes()
+        self.so_far.hasher.bytes()
     }
 
     /// The size and sha256 of what was consumed so far.
     pub fn hashed(&self) -> (u64, Digest) {
-        (self.bytes(), self.tally.hasher.sha256())
-    }
-
-    /// The hasher as it stands: what is given to it next is hashed as if it had been read next.
-    pub fn hasher(&self) -> Hasher {
-        self.tally.hasher.clone()
+        (self.bytes(), self.so_far.hasher.sha256())
     }
 
     /// What was hashed so far, for a reader of the bytes after them to go on from
     /// ([`going_on`](Self::going_on)).
     pub fn so_far(&self) -> SoFar {
-        SoFar(self.tally.clone())
+        self.so_far.clone()
     }
 
     /// A reader of the bytes after those `so_far` saw, hashing as if it had read them too.
     pub fn going_on(inner: R, so_far: SoFar) -> Self {
-        Self {
-            inner,
-            tally: so_far.0,
-        }
+        Self { inner, so_far }
+    }
+
+    /// The reader, where this one stopped, and what this one hashed.
+    pub fn into_parts(self) -> (R, SoFar) {
+        (self.inner, self.so_far)
     }
 
     pub fn finish(self) -> Hashed {
+        let hasher = &self.so_far.hasher;
         Hashed {
-            sha256: self.tally.hasher.sha256(),
-            bytes: self.tally.hasher.bytes(),
-            at_mark: self.tally.at_mark,
-            fingerprint: self.tally.hasher.fingerprint(),
+            sha256: hasher.sha256(),
+            bytes: hasher.bytes(),
+            at_mark: self.so_far.at_mark,
+            fingerprint: hasher.fingerprint(),
         }
     }
 }
 
 impl<R: BufRead> Read for HashingReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, out)
     }
 }
 
@@ -379,12 +385,62 @@ impl<R: BufRead> BufRead for HashingReader<R> {
     }
 
     fn consume(&mut self, n: usize) {
-        // A BufRead hands out the same buffered bytes again, without reading, until consumed.
-        if let Ok(buf) = self.inner.fill_buf() {
-            self.tally.add(&buf[..n.min(buf.len())]);
-        }
-        self.inner.consume(n);
+        let so_far = &mut self.so_far;
+        consume_seen(&mut self.inner, n, |bytes| so_far.add(bytes));
     }
+}
+
+/// A buffered reader that only fingerprints what is consumed through it: the bytes' sha256 is
+/// taken by whoever consumes them, and the two fingerprints tell whether it saw the same bytes.
+pub struct FingerprintingReader<R> {
+    inner: R,
+    seen: Fingerprinter,
+}
+
+impl<R: BufRead> FingerprintingReader<R> {
+    /// A reader of the bytes after those `seen` saw.
+    pub fn going_on(inner: R, seen: Fingerprinter) -> Self {
+        Self { inner, seen }
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.seen.fingerprint()
+    }
+}
+
+impl<R: BufRead> Read for FingerprintingReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        read_buffered(self, out)
+    }
+}
+
+impl<R: BufRead> BufRead for FingerprintingReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        let seen = &mut self.seen;
+        consume_seen(&mut self.inner, n, |bytes| seen.update(bytes));
+    }
+}
+
+/// `Read` for a reader whose `consume` sees the bytes: copy out of its buffer.
+pub fn read_buffered(reader: &mut impl BufRead, out: &mut [u8]) -> io::Result<usize> {
+    let buf = reader.fill_buf()?;
+    let n = buf.len().min(out.len());
+    out[..n].copy_from_slice(&buf[..n]);
+    reader.consume(n);
+    Ok(n)
+}
+
+/// Consume `n` bytes of `inner`, showing them to `seen` first.
+pub fn consume_seen(inner: &mut impl BufRead, n: usize, seen: impl FnOnce(&[u8])) {
+    // A BufRead hands out the same buffered bytes again, without reading, until consumed.
+    if let Ok(buf) = inner.fill_buf() {
+        seen(&buf[..n.min(buf.len())]);
+    }
+    inner.consume(n);
 }
 
 /// The sha256 and length of everything `reader` yields.

@@ -29,10 +29,10 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::{Digest, Fingerprint, HashingReader, Midstate, SoFar};
+use crate::digest::{Digest, Fingerprint, FingerprintingReader, HashingReader, Midstate, SoFar};
 use crate::error::{Error, Result, Status};
 use crate::odb::Encoder;
-use crate::segment::{Settings, Summary, segment};
+use crate::segment::{Settings, segment};
 use crate::sources::Found;
 use crate::store::Store;
 use crate::store::generations::Reason;
@@ -378,8 +378,8 @@ fn segment_source(
         Some(_) => crate::input::open_at(&found.path, reused)?,
         None => None,
     };
-    let mut input = match (rest, read_before) {
-        (Some(rest), Some(read_before)) => HashingReader::going_on(rest, read_before),
+    let (rest, read_before) = match (rest, read_before) {
+        (Some(rest), Some(read_before)) => (rest, read_before),
         _ => {
             let mark = folded.map(|source| source.bytes);
             let mut input = HashingReader::new(crate::input::open(&found.path)?, mark);
@@ -389,15 +389,17 @@ fn segment_source(
                     "it is shorter than its folded part",
                 ));
             }
-            input
+            input.into_parts()
         }
     };
-    // The parts' hash starts from the reused prefix's bytes as read: the whole must be the source.
+    // What is segmented is hashed once, as the parts are written, from the reused prefix's bytes
+    // as read on; the reader only fingerprints it, which tells the two are the same bytes.
+    let mut input = FingerprintingReader::going_on(rest, read_before.hasher().fingerprinter());
     let mut writer = PartWriter::new(mode, |part| {
         parts.push(part);
         Ok(())
     })
-    .after(input.hasher());
+    .after(read_before);
     let read = segment(&options.settings, &mut input, &report.path, &mut writer);
     let written = writer.finish();
     read?;
@@ -405,16 +407,12 @@ fn segment_source(
     report.stats = written.stats;
     prepared.created = written.created;
     prepared.before_last = written.before_last;
-    let whole = input.finish();
-    report.source_bytes = whole.bytes;
-    prepared.read = Some(whole.fingerprint);
-    let source = Summary {
-        bytes: whole.bytes,
-        sha256: whole.sha256,
-    };
-    check_parts(&source, &written.parts, &report.path)?;
+    let read = input.fingerprint();
+    check_parts(read, written.fingerprint, &report.path)?;
+    report.source_bytes = read.bytes;
+    prepared.read = Some(read);
     if let Some(folded) = folded
-        && whole.at_mark != Some(folded.sha256)
+        && written.at_mark != Some(folded.sha256)
     {
         return Err(Error::session_changed(
             &report.path,
@@ -428,8 +426,8 @@ fn segment_source(
         kind: KIND.into(),
         session: found.session.clone(),
         source: Source {
-            bytes: whole.bytes,
-            sha256: whole.sha256,
+            bytes: written.parts.bytes,
+            sha256: written.parts.sha256,
         },
         settings,
         parts,
@@ -437,12 +435,13 @@ fn segment_source(
 }
 
 /// The contract's check, from the bytes as they were written: the parts handed to the store (after
-/// the reused prefix) have, together, the source's size and sha256.
-fn check_parts(read: &Summary, written: &Summary, what: &str) -> Result<()> {
+/// the reused prefix) have, together, the size and fingerprint of the bytes read, so the sha256
+/// taken of them as they were written is the source's.
+fn check_parts(read: Fingerprint, written: Fingerprint, what: &str) -> Result<()> {
     if read != written {
         return Err(Error::corrupt(format!(
-            "{what}: the parts written ({} bytes, sha256 {}) are not the bytes read ({} bytes, sha256 {}); nothing committed",
-            written.bytes, written.sha256, read.bytes, read.sha256
+            "{what}: the parts written ({} bytes, xxh3 {:032x}) are not the bytes read ({} bytes, xxh3 {:032x}); nothing committed",
+            written.bytes, written.xxh3, read.bytes, read.xxh3
         )));
     }
     Ok(())

@@ -105,11 +105,7 @@ enum End<'a> {
 
 impl<R: BufRead> std::io::Read for Fingerprinted<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        self.consume(n);
-        Ok(n)
+        crate::digest::read_buffered(self, out)
     }
 }
 
@@ -139,11 +135,8 @@ impl<R: BufRead> BufRead for Fingerprinted<'_, R> {
     }
 
     fn consume(&mut self, n: usize) {
-        // A BufRead hands out the same buffered bytes again, without reading, until consumed.
-        if let Ok(buf) = self.reader.fill_buf() {
-            self.seen.update(&buf[..n.min(buf.len())]);
-        }
-        self.reader.consume(n);
+        let seen = &mut self.seen;
+        crate::digest::consume_seen(&mut self.reader, n, |bytes| seen.update(bytes));
     }
 }
 

@@ -1,13 +1,14 @@
 //! The segmenter's sink that turns parts into manifest entries: each part hashed and, depending
 //! on the mode, added to a pack, or measured against the store without writing (a dry run), or only
 //! hashed. It also hashes the parts as it receives them, so that a manifest can be checked against
-//! its source from the bytes actually written, without reading them back.
+//! its source from the bytes actually written, without reading them back: the sha256 of the whole
+//! is taken here, once, and the reader of the source only fingerprints what it read.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
 use super::manifest::{ObjectRef, Part, PartKind as ManifestKind};
-use crate::digest::{Digest, Hasher, Midstate};
+use crate::digest::{Digest, Fingerprint, Hasher, Midstate, SoFar};
 use crate::error::Result;
 use crate::odb::pack::PackWriter;
 use crate::odb::{Encoder, Odb};
@@ -53,6 +54,10 @@ impl std::ops::AddAssign for WriteStats {
 /// What a [`PartWriter`] did.
 pub struct Written {
     pub parts: Summary,
+    /// The parts' fingerprint, for the reader's to be checked against.
+    pub fingerprint: Fingerprint,
+    /// The sha256 of the first bytes [`PartWriter::after`] was to note, when there were that many.
+    pub at_mark: Option<Digest>,
     /// What hashed the bytes before the last part, for a fold of the source grown to go on from.
     pub before_last: Option<Midstate>,
     pub stats: WriteStats,
@@ -62,7 +67,7 @@ pub struct Written {
 pub struct PartWriter<'a, F: FnMut(Part) -> Result<()>> {
     mode: Mode<'a>,
     record: F,
-    written: Hasher,
+    written: SoFar,
     /// `written` as the last part began.
     before_last: Option<Hasher>,
     /// A dry run's new objects waiting to be compressed together, as a pack's block would be.
@@ -78,7 +83,7 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
         Self {
             mode,
             record,
-            written: Hasher::default(),
+            written: SoFar::of(Hasher::default(), None),
             before_last: None,
             block: Vec::new(),
             created: Vec::new(),
@@ -87,8 +92,9 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
     }
 
     /// The parts follow bytes hashed already (a grown session's folded prefix, as read from its
-    /// source): the size and sha256 of what was written go on from `prefix`'s.
-    pub fn after(mut self, prefix: Hasher) -> Self {
+    /// source): the size and sha256 of what was written go on from `prefix`'s, noting what it
+    /// was to note.
+    pub fn after(mut self, prefix: SoFar) -> Self {
         self.written = prefix;
         self
     }
@@ -97,11 +103,14 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
     /// dry run's last estimate made), and the objects added.
     pub fn finish(mut self) -> Result<Written> {
         self.estimate()?;
+        let written = self.written.hasher();
         Ok(Written {
             parts: Summary {
-                bytes: self.written.bytes(),
-                sha256: self.written.sha256(),
+                bytes: written.bytes(),
+                sha256: written.sha256(),
             },
+            fingerprint: written.fingerprint(),
+            at_mark: self.written.at_mark(),
             before_last: self.before_last.map(|hasher| hasher.midstate()),
             stats: self.stats,
             created: self.created,
@@ -122,8 +131,8 @@ impl<'a, F: FnMut(Part) -> Result<()>> PartWriter<'a, F> {
 
 impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
     fn part(&mut self, kind: PartKind<'_>, bytes: &[u8]) -> Result<()> {
-        self.before_last = Some(self.written.clone());
-        self.written.update(bytes);
+        self.before_last = Some(self.written.hasher().clone());
+        self.written.add(bytes);
         let sha256 = Digest::of(bytes);
         let raw_bytes = bytes.len() as u64;
         let (stored_bytes, created) = match &mut self.mode {
