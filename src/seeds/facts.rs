@@ -5,6 +5,7 @@
 //! whether it is a tool's result), so a text met before is not scanned again: its facts are kept
 //! as byte ranges of the text, which any text with the same sha256 resolves to the same tokens.
 
+use std::collections::hash_map::Entry;
 use std::mem::size_of;
 use std::sync::{Arc, Mutex};
 
@@ -72,10 +73,13 @@ impl Facts {
             }
         }
         let mut seen: Map<&str, usize> = Map::default();
-        identifiers::identifiers(text, |token| match seen.get(token) {
-            Some(&at) => facts.identifiers[at].1 = facts.identifiers[at].1.saturating_add(1),
-            None => {
-                seen.insert(token, facts.identifiers.len());
+        identifiers::identifiers(text, |token| match seen.entry(token) {
+            Entry::Occupied(at) => {
+                let times = &mut facts.identifiers[*at.get()].1;
+                *times = times.saturating_add(1);
+            }
+            Entry::Vacant(at) => {
+                at.insert(facts.identifiers.len());
                 facts.identifiers.push((cut(token), 1));
             }
         });

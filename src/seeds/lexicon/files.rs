@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{ByteSet, runs};
 
 /// The bytes of a path-shaped token.
-static PATH: ByteSet = ByteSet::alphanumeric_and(b"_./~@+-");
+static PATH: ByteSet = ByteSet::alphanumeric_and(b"_./~@+-").marking(b"/.");
 
 /// Extensions that make a bare name (`main.rs`) a file name.
 const EXTENSIONS: &[&str] = &[
@@ -57,16 +57,17 @@ pub fn call_paths(args: &Value, mut found: impl FnMut(&str)) {
 
 /// Each path-shaped token of `text`: `/a/b`, `./a`, `../a`, `~/a`, `a/b/c`, `a/b.ext`, `name.ext`.
 pub fn paths_in<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    runs(text, &PATH, |run| {
+    runs(text, &PATH, |run, marked| {
+        // Without a `/` or a `.`, a plain word (most runs).
         let token = run.trim_end_matches(['.', '-']).trim_start_matches('-');
-        if (3..=256).contains(&token.len()) && is_path(token) {
+        if marked && (3..=256).contains(&token.len()) && is_path(token) {
             found(token);
         }
     });
 }
 
 fn is_path(t: &str) -> bool {
-    // Neither a `/` nor an extension's `.`: a plain word (most tokens), never a path.
+    // Neither a `/` nor an extension's `.` (once a run's end is trimmed): never a path.
     let b = t.as_bytes();
     if !b.iter().any(|&c| c == b'/' || c == b'.')
         || !b.iter().any(u8::is_ascii_alphabetic)

@@ -18,25 +18,23 @@ const KEYWORDS: &[&str] = &[
     "README",
 ];
 
-/// The bytes of a candidate token.
-static TOKEN: ByteSet = ByteSet::alphanumeric_and(b"_$.-");
+/// The bytes of a candidate token; a token with none of the marked ones is a word, or (36 bytes
+/// long) perhaps a uuid of letters.
+static TOKEN: ByteSet =
+    ByteSet::alphanumeric_and(b"_$.-").marking(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$");
 
 /// Call `found` with each identifier in `text`, in order.
 pub fn identifiers<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    runs(text, &TOKEN, |run| {
+    runs(text, &TOKEN, |run, marked| {
+        // Trimming takes no marked byte away.
         let token = run.trim_matches(['.', '-']);
-        if token.len() >= 4 && token.len() <= MAX_LEN {
+        if (marked || token.len() == 36) && token.len() >= 4 && token.len() <= MAX_LEN {
             classify(token, &mut found);
         }
     });
 }
 
 fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
-    // Without a capital, digit, `_` or `$`, only a uuid of hex letters could be one: most words.
-    let marked = |b: &u8| b.is_ascii_uppercase() || b.is_ascii_digit() || matches!(b, b'_' | b'$');
-    if token.len() != 36 && !token.as_bytes().iter().any(marked) {
-        return;
-    }
     if is_uuid(token) || is_version(token) {
         return found(token);
     }
