@@ -479,6 +479,30 @@ mod tests {
     }
 
     #[test]
+    fn what_writes_the_bytes_read_on_hashes_them_and_the_reader_fingerprints_them() {
+        let data = b"0123456789".repeat(100);
+        let mut reader = HashingReader::new(&data[..], Some(500));
+        io::copy(&mut (&mut reader).take(300), &mut io::sink()).unwrap();
+        let (rest, so_far) = reader.into_parts();
+        let mut input = FingerprintingReader::going_on(rest, so_far.hasher().fingerprinter());
+        let mut written = so_far.clone();
+        let mut out = Vec::new();
+        input.read_to_end(&mut out).unwrap();
+        for chunk in out.chunks(7) {
+            written.add(chunk);
+        }
+        assert_eq!(input.fingerprint(), written.hasher().fingerprint());
+        assert_eq!(written.hasher().sha256(), Digest::of(&data));
+        assert_eq!(written.at_mark(), Some(Digest::of(&data[..500])));
+
+        let mut other = so_far;
+        other.add(&out[..out.len() - 1]);
+        other.add(b"x");
+        assert_eq!(other.hasher().bytes(), 1000);
+        assert_ne!(input.fingerprint(), other.hasher().fingerprint());
+    }
+
+    #[test]
     fn hex_round_trips_and_rejects_other_spellings() {
         let d = Digest::of(b"abc");
         let hex = d.to_string();
