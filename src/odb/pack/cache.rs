@@ -16,6 +16,10 @@ pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 /// A block of a pack: the pack's name and the block's number.
 type Key = (Digest, u32);
 
+/// A block's raw bytes, as decoded: shared as the `Vec` they were decoded into, since making
+/// them an `Arc<[u8]>` would copy every block once more.
+pub type Decoded = Arc<Vec<u8>>;
+
 pub struct BlockCache {
     budget: AtomicUsize,
     inner: Mutex<Lru>,
@@ -23,7 +27,7 @@ pub struct BlockCache {
 
 #[derive(Default)]
 struct Lru {
-    entries: HashMap<Key, (Arc<[u8]>, u64)>,
+    entries: HashMap<Key, (Decoded, u64)>,
     /// Entries by last use, oldest first.
     by_use: BTreeMap<u64, Key>,
     clock: u64,
@@ -51,7 +55,7 @@ impl BlockCache {
         len <= (self.budget.load(Ordering::Relaxed) / 4) as u64
     }
 
-    pub fn get(&self, pack: &Digest, block: u32) -> Option<Arc<[u8]>> {
+    pub fn get(&self, pack: &Digest, block: u32) -> Option<Decoded> {
         let mut lru = self.lock();
         let lru = &mut *lru;
         let (bytes, used) = lru.entries.get_mut(&(*pack, block))?;
@@ -62,7 +66,7 @@ impl BlockCache {
         Some(bytes.clone())
     }
 
-    pub fn insert(&self, pack: &Digest, block: u32, bytes: Arc<[u8]>) {
+    pub fn insert(&self, pack: &Digest, block: u32, bytes: Decoded) {
         if !self.admits(bytes.len() as u64) {
             return;
         }
@@ -114,7 +118,7 @@ mod tests {
     fn evicts_the_least_recently_used_within_its_budget() {
         let cache = BlockCache::new(400);
         let pack = Digest::of(b"p");
-        let block = |n: u8| Arc::<[u8]>::from(vec![n; 100]);
+        let block = |n: u8| Arc::new(vec![n; 100]);
         for n in 0..4 {
             cache.insert(&pack, u32::from(n), block(n));
         }
@@ -125,7 +129,7 @@ mod tests {
         assert!(cache.get(&pack, 1).is_none(), "1 was the least recent");
         assert_eq!(cache.get(&pack, 0).unwrap()[0], 0);
         assert!(cache.get(&Digest::of(b"other"), 0).is_none());
-        cache.insert(&pack, 9, Arc::from(vec![0u8; 101]));
+        cache.insert(&pack, 9, Arc::new(vec![0u8; 101]));
         assert!(cache.get(&pack, 9).is_none(), "too large to admit");
         cache.insert(&pack, 4, block(44));
         assert_eq!(cache.get(&pack, 4).unwrap()[0], 44);

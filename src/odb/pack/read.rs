@@ -12,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::cache::BlockCache;
+use super::cache::{BlockCache, Decoded};
 use super::format::{self, BlockRecord, PACK_HEADER_LEN};
 use super::index::Index;
 use super::{corrupt, corrupt_block, corrupt_object, frame};
@@ -315,7 +315,7 @@ impl Pack {
     }
 
     /// A block's raw bytes, from the cache or decoded (and then cached).
-    fn decoded(&self, block: &Block, dictionaries: &dyn Dictionaries) -> Result<Arc<[u8]>> {
+    fn decoded(&self, block: &Block, dictionaries: &dyn Dictionaries) -> Result<Decoded> {
         if let Some(raw) = self
             .cache
             .as_ref()
@@ -327,14 +327,13 @@ impl Pack {
         self.file
             .read_exact_at(&mut stored, block.pack_offset)
             .with_path("read", &self.path)?;
-        let raw: Arc<[u8]> = frame::decode_block(
+        let raw = Arc::new(frame::decode_block(
             &self.path,
             block.number,
             &block.record(),
             &stored,
             dictionaries,
-        )?
-        .into();
+        )?);
         if let Some(cache) = &self.cache {
             cache.insert(&self.name, block.number, raw.clone());
         }
