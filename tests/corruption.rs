@@ -377,6 +377,58 @@ fn a_flipped_byte_in_a_pack_loses_only_the_sessions_of_its_block() {
 }
 
 #[test]
+fn sessions_restored_together_that_share_a_damaged_block_each_fail_and_the_rest_restore() {
+    let env = Env::new();
+    let (pack, other) = two_packs(&env);
+    // "u" holds the objects of "s" (its lines) and one of its own, written to a pack of its own.
+    let source = env.path("source.jsonl");
+    let grown = env.path("grown.jsonl");
+    let mut text = fs::read(&source).unwrap();
+    text.extend_from_slice(b"{\"n\":2}\n");
+    fs::write(&grown, &text).unwrap();
+    let parts = env
+        .run("ctxfold-split", ["--write", grown.to_str().unwrap()])
+        .ok()
+        .stdout;
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", "u", "--source", grown.to_str().unwrap()],
+        &parts,
+    )
+    .ok();
+    let mut bytes = fs::read(&pack).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    fs::write(&pack, bytes).unwrap();
+
+    let out = env.path("out");
+    let to = format!("{}/", out.display());
+    let run = env
+        .run("ctxfold", ["restore", "s", "t", "u", "--to", &to])
+        .fails(4);
+    let errors = &run.stderr;
+    assert!(errors.contains("restored 1 session, 2 failed"), "{errors}");
+    for id in ["s", "u"] {
+        assert!(
+            errors
+                .lines()
+                .any(|l| l.contains(&format!("{id}:")) && l.contains("is corrupt")),
+            "{errors}"
+        );
+    }
+    // Only "t" (under its source's name), byte for byte, and no temp file of the others.
+    let names: Vec<_> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["other.jsonl"]);
+    assert_eq!(
+        fs::read(out.join("other.jsonl")).unwrap(),
+        fs::read(&other).unwrap()
+    );
+}
+
+#[test]
 fn a_truncated_pack_does_not_open_and_says_so() {
     let env = Env::new();
     let (pack, other) = two_packs(&env);

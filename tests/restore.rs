@@ -687,3 +687,49 @@ fn more_sessions_than_one_group_restore_to_a_folder_and_a_refused_one_fails_alon
     );
     assert_eq!(restored(&out), expected);
 }
+
+#[test]
+fn sessions_sharing_objects_and_an_object_too_large_to_hold_restore_together_byte_for_byte() {
+    let env = Env::new();
+    let sources = env.path("plain");
+    fs::create_dir(&sources).unwrap();
+    let line = |text: &str| format!("{{\"type\":\"x\",\"payload\":{{\"output\":\"{text}\"}}}}\n");
+    let shared = line(&"shared line\\n".repeat(3000));
+    // A field of 9.6 MB: an object in a block of its own, larger than a block read whole.
+    let large = line(&"0123456789abcdef".repeat(600_000));
+    let texts = [
+        format!("{shared}{{\"n\":1}}\n"),
+        format!("{shared}{{\"n\":2}}\n"),
+        format!("{large}{shared}"),
+        format!("{{\"n\":3}}\n{large}"),
+    ];
+    let mut files = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let path = sources.join(format!("s{i}.jsonl"));
+        fs::write(&path, text).unwrap();
+        files.push(path);
+    }
+    let parts = env
+        .run("ctxfold-split", [files[2].to_str().unwrap()])
+        .ok()
+        .stdout_text();
+    assert!(
+        parts.lines().any(|p| {
+            let part: serde_json::Value = serde_json::from_str(p).unwrap();
+            part["object"]["raw_bytes"].as_u64().unwrap() > 8 << 20
+        }),
+        "{parts}"
+    );
+    let mut fold = vec!["fold".to_string(), "--apply".into()];
+    fold.extend(files.iter().map(|p| p.display().to_string()));
+    env.run("ctxfold", &fold).ok();
+    let out = env.path("out");
+    let to = format!("{}/", out.display());
+    let run = env.run("ctxfold", ["restore", "--all", "--to", &to]).ok();
+    assert!(run.stderr.contains("restored 4 sessions"), "{}", run.stderr);
+    for file in &files {
+        let restored = out.join(file.file_name().unwrap());
+        assert_eq!(fs::read(&restored).unwrap(), fs::read(file).unwrap());
+    }
+    assert_eq!(fs::read_dir(&out).unwrap().count(), files.len());
+}

@@ -165,6 +165,13 @@ impl Odb {
         Ok(None)
     }
 
+    /// The pack holding `digest` and where in it, for reading many objects block by block;
+    /// `None` when no pack this handle lists holds it (it may be loose, the reference's, or in a
+    /// pack added since: [`Odb::read_checked`] finds those).
+    pub fn packed(&self, digest: &Digest) -> Result<Option<(Arc<Member>, pack::Location)>> {
+        self.packs.find(digest)
+    }
+
     /// The compressed size of a present object, or `None` when it is missing.
     pub fn stored_bytes(&self, digest: &Digest) -> Result<Option<u64>> {
         Ok(self.locate(digest)?.map(|f| f.stored_bytes))

@@ -41,6 +41,11 @@ impl Pending {
         self.file.as_file_mut()
     }
 
+    /// The file, for positioned writes (`FileExt::write_at` takes it shared).
+    pub fn as_file(&self) -> &File {
+        self.file.as_file()
+    }
+
     /// Rename to `target` unless something is there already, without any fsync: for objects,
     /// which are made durable together by one `syncfs` before anything names them.
     pub fn commit_unsynced(self, target: &Path) -> Result<Committed> {

@@ -19,6 +19,7 @@
 //! become parts, `odb` for objects and `manifest`, `reconstruct` for the rest of the engine.
 
 pub mod atomic;
+pub mod by_block;
 pub mod commit;
 pub mod fsck;
 pub mod gc;

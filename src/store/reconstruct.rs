@@ -2,6 +2,7 @@
 //! each object checked against its size and, where its bytes may be read before the end, its
 //! name; the whole against the source's sha256 and size.
 
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -29,7 +30,7 @@ fn write_session_unread(store: &Store, manifest: &Manifest, out: &mut dyn Write)
 }
 
 /// The first object of `manifest` that fails its own check, if one does.
-fn fault(store: &Store, manifest: &Manifest) -> Option<Error> {
+pub(super) fn fault(store: &Store, manifest: &Manifest) -> Option<Error> {
     manifest.parts.iter().find_map(|part| {
         store
             .odb()
@@ -156,18 +157,14 @@ pub enum Restored {
     InPlace,
 }
 
-/// The first half of restoring a folded session to `target`: a temp file beside it, written and
-/// verified (`None`: the target holds the session's bytes already, its size and sha256, and is
-/// left as it is). [`Beside::commit`] or [`Beside::place_synced`] puts it in place, never over an
-/// existing file unless `overwrite`. On any failure the target is untouched and the temp file is
-/// gone (or, if the process is killed, left for the next restore of the target to remove: see
-/// `restore_temp`). Missing parent directories are created private.
-pub fn write_beside(
-    store: &Store,
-    manifest: &Manifest,
-    target: &Path,
-    overwrite: bool,
-) -> Result<Option<Beside>> {
+/// The first half of restoring a folded session to `target`: an empty temp file beside it, for
+/// [`super::by_block`] to write and verify (`None`: the target holds the session's bytes already,
+/// its size and sha256, and is left as it is). [`Beside::commit`] or [`Beside::place_synced`] puts
+/// it in place, never over an existing file unless `overwrite`. On any failure the target is
+/// untouched and the temp file is gone once dropped (or, if the process is killed, left for the
+/// next restore of the target to remove: see `restore_temp`). Missing parent directories are
+/// created private.
+pub fn begin_beside(manifest: &Manifest, target: &Path, overwrite: bool) -> Result<Option<Beside>> {
     if target.symlink_metadata().is_ok() {
         if holds(target, manifest)? {
             return Ok(None);
@@ -184,13 +181,7 @@ pub fn write_beside(
         _ => PathBuf::from("."),
     };
     super::create_private_dir(&dir)?;
-    let mut pending = super::restore_temp::create(&dir, target)?;
-    let mut buffered = io::BufWriter::with_capacity(1 << 20, &mut pending);
-    // A full disk is the target's, by name.
-    write_session_unread(store, manifest, &mut buffered)
-        .map_err(|e| e.on_target(target.display()))?;
-    buffered.flush().with_path("write", target)?;
-    drop(buffered);
+    let pending = super::restore_temp::create(&dir, target)?;
     Ok(Some(Beside {
         pending,
         target: target.to_path_buf(),
@@ -199,7 +190,7 @@ pub fn write_beside(
     }))
 }
 
-/// A restored session written and verified beside its target ([`write_beside`]).
+/// A restored session beside its target ([`begin_beside`]), written and verified.
 pub struct Beside {
     pending: Pending,
     target: PathBuf,
@@ -212,6 +203,15 @@ impl Beside {
     /// The folder it goes into.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// The temp file, to be written.
+    pub fn file(&self) -> &File {
+        self.pending.as_file()
     }
 
     /// Put it in place on its own: fsynced, renamed, its folder fsynced.

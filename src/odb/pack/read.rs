@@ -175,20 +175,7 @@ impl Pack {
             ));
         }
         let block = self.block(at.block)?;
-        if at
-            .offset
-            .checked_add(at.raw_bytes)
-            .is_none_or(|end| end > block.raw_bytes)
-        {
-            return Err(corrupt_object(
-                &self.path,
-                &at.digest,
-                format!(
-                    "the index places it at {}+{} of block {}, which holds {} bytes",
-                    at.offset, at.raw_bytes, at.block, block.raw_bytes
-                ),
-            ));
-        }
+        let range = self.range_in(at, &block)?;
         let mut hashing = None;
         let sink: &mut dyn Write = match check {
             Check::Object => hashing.insert(HashingWriter::new(out)),
@@ -196,7 +183,6 @@ impl Pack {
         };
         if block.raw_bytes <= MAX_WHOLE_BLOCK {
             let raw = self.decoded(&block, dictionaries)?;
-            let range = at.offset as usize..(at.offset + at.raw_bytes) as usize;
             sink.write_all(&raw[range])
                 .map_err(crate::error::sink_failed)?;
         } else {
@@ -312,6 +298,36 @@ impl Pack {
     /// The open .pack file, for streaming its blocks.
     pub(super) fn file(&self) -> &File {
         &self.file
+    }
+
+    /// Where in `block`'s raw bytes the object at `at` lies, as the index says: an error when
+    /// that is outside the block (a damaged index).
+    pub fn range_in(&self, at: &Location, block: &Block) -> Result<Range<usize>> {
+        match at.offset.checked_add(at.raw_bytes) {
+            Some(end) if end <= block.raw_bytes => Ok(at.offset as usize..end as usize),
+            _ => Err(corrupt_object(
+                &self.path,
+                &at.digest,
+                format!(
+                    "the index places it at {}+{} of block {}, which holds {} bytes",
+                    at.offset, at.raw_bytes, at.block, block.raw_bytes
+                ),
+            )),
+        }
+    }
+
+    /// A block's raw bytes whole, for taking many of its objects out at once: `None` when it is
+    /// too large to hold in memory (its objects are read one by one, streaming). Not checked
+    /// against the objects' names: the caller checks what it makes of them.
+    pub fn whole_block(
+        &self,
+        block: &Block,
+        dictionaries: &dyn Dictionaries,
+    ) -> Result<Option<Decoded>> {
+        if block.raw_bytes > MAX_WHOLE_BLOCK {
+            return Ok(None);
+        }
+        self.decoded(block, dictionaries).map(Some)
     }
 
     /// A block's raw bytes, from the cache or decoded (and then cached).
