@@ -151,17 +151,32 @@ pub fn restore_all(
         .collect();
     let mut planned = one_restore_per_target(planned, requests).into_iter();
     let mut outcomes = Vec::with_capacity(requests.len());
-    for group in requests.chunks(GROUP_FILES) {
-        let plans: Vec<_> = planned.by_ref().take(group.len()).collect();
-        let mut written: Vec<Written> = group
-            .par_iter()
-            .zip(plans)
-            .map(|(request, planned)| begin_one(request, planned, overwrite))
-            .collect();
-        write_group(store, &mut written);
-        outcomes.extend(place(written).into_iter().inspect(|_| done()));
-    }
+    // A group is put in place (its barrier waiting on the disk) while the next one is written.
+    std::thread::scope(|scope| {
+        let mut placing = None;
+        for group in requests.chunks(GROUP_FILES) {
+            let plans: Vec<_> = planned.by_ref().take(group.len()).collect();
+            let mut written: Vec<Written> = group
+                .par_iter()
+                .zip(plans)
+                .map(|(request, planned)| begin_one(request, planned, overwrite))
+                .collect();
+            write_group(store, &mut written);
+            if let Some(placed) = placing.replace(scope.spawn(|| place(written))) {
+                outcomes.extend(joined(placed).into_iter().inspect(|_| done()));
+            }
+        }
+        if let Some(placed) = placing {
+            outcomes.extend(joined(placed).into_iter().inspect(|_| done()));
+        }
+    });
     Ok(outcomes)
+}
+
+fn joined(placing: std::thread::ScopedJoinHandle<'_, Vec<Outcome>>) -> Vec<Outcome> {
+    placing
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// Write and verify a group's sessions beside their targets, together ([`by_block`]); one that
