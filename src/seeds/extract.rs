@@ -15,7 +15,7 @@ use super::Map;
 use super::facts::{Facts, FactsCache};
 use super::lexicon::{commands, files, identifiers, user};
 use super::plan::{Base, Options, Plan, plans};
-use super::record::{FoldIndex, HARNESS, Log, Span, UserMessage, VERSION};
+use super::record::{FoldIndex, HARNESS, Log, Made, Span, UserMessage, VERSION};
 
 pub const MAX_IDENTIFIERS: usize = 64;
 pub const MAX_ERRORS: usize = 24;
@@ -35,7 +35,7 @@ pub fn extract(
     ledger: &Ledger<'_>,
     options: &Options,
     facts: &FactsCache,
-    each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+    each: &mut dyn FnMut(Made) -> Result<()>,
 ) -> Result<()> {
     let plans = plans(ledger, options)?;
     let apart = ledger.bytes >= apart_bytes();
@@ -59,7 +59,7 @@ pub fn extract_from(
     ledger: &Ledger<'_>,
     facts: &FactsCache,
     resume: Resume,
-    each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+    each: &mut dyn FnMut(Made) -> Result<()>,
 ) -> Result<Option<Midway>> {
     let options = Options {
         final_record: true,
@@ -105,7 +105,7 @@ impl Midway {
         builder.span_at = (record.spans.iter().enumerate())
             .map(|(at, span)| (span.block_id.clone(), at))
             .collect();
-        builder.spans = record.spans;
+        builder.spans = record.spans.iter().map(span_json).collect();
         builder.files = record.files;
         builder.user_messages = record.user_messages;
         Some(self)
@@ -155,7 +155,7 @@ fn build(
     apart: bool,
     cache: &FactsCache,
     resume: Resume,
-    each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+    each: &mut dyn FnMut(Made) -> Result<()>,
 ) -> Result<Option<Midway>> {
     let session = ledger.session_id.as_str();
     let cwd = ledger.cwd.as_deref();
@@ -374,14 +374,14 @@ struct Step {
 
 /// Records finished in any order, handed on in plan order.
 struct InOrder<'e> {
-    waiting: Vec<Option<FoldIndex>>,
+    waiting: Vec<Option<Made>>,
     next: usize,
-    each: &'e mut dyn FnMut(FoldIndex) -> Result<()>,
+    each: &'e mut dyn FnMut(Made) -> Result<()>,
 }
 
 impl<'e> InOrder<'e> {
     /// Plans `first..plans` to hand on (those before were handed on by an earlier extraction).
-    fn new(first: usize, plans: usize, each: &'e mut dyn FnMut(FoldIndex) -> Result<()>) -> Self {
+    fn new(first: usize, plans: usize, each: &'e mut dyn FnMut(Made) -> Result<()>) -> Self {
         Self {
             waiting: (0..plans).map(|_| None).collect(),
             next: first,
@@ -390,7 +390,7 @@ impl<'e> InOrder<'e> {
     }
 
     /// Plan `p`'s record, and then every record now next in order.
-    fn put(&mut self, p: usize, record: FoldIndex) -> Result<()> {
+    fn put(&mut self, p: usize, record: Made) -> Result<()> {
         self.waiting[p] = Some(record);
         while let Some(record) = self.waiting.get_mut(self.next).and_then(Option::take) {
             self.next += 1;
@@ -458,8 +458,9 @@ struct Builder {
     order: u64,
     #[serde(skip)]
     user_messages: Vec<UserMessage>,
+    /// Each span as its record writes it: written once, not again for every record listing it.
     #[serde(skip)]
-    spans: Vec<Span>,
+    spans: Vec<String>,
     /// Where each block id's span is in `spans`.
     #[serde(skip)]
     span_at: Map<String, usize>,
@@ -550,6 +551,7 @@ impl Builder {
             full_output_path: block.full_output_path.clone(),
             extra: Default::default(),
         };
+        let span = span_json(&span);
         // A resolver serves the latest block of an id: so does the record.
         if let Some(&at) = self.span_at.get(&block.id) {
             self.spans[at] = span;
@@ -593,13 +595,13 @@ impl Builder {
     /// `plan`'s record, as the builder stands. By reference: a chain's builder goes on after
     /// each of its records, and what a record does not list (where each span is, every
     /// identifier candidate) is worth no copy.
-    fn finish(&self, plan: &Plan, session: &str) -> FoldIndex {
-        FoldIndex {
+    fn finish(&self, plan: &Plan, session: &str) -> Made {
+        let record = FoldIndex {
             v: VERSION,
             kind: "fold-index".into(),
             harness: HARNESS.into(),
             session: session.into(),
-            seq: plan.seq,
+            seq: 0,
             at: plan.at.clone(),
             trigger: plan.trigger.clone(),
             usage: plan.usage.clone(),
@@ -608,10 +610,32 @@ impl Builder {
             errors: self.errors.pick().into_iter().map(Into::into).collect(),
             identifiers: self.identifiers.pick(),
             user_messages: self.user_messages.clone(),
-            spans: self.spans.clone(),
+            spans: Vec::new(),
             extra: Default::default(),
+        };
+        // The spans are the record's last field: its line ends `"spans":[]}` without them.
+        let mut line = record.to_line();
+        let end = line.len() - "]}".len();
+        debug_assert_eq!(&line[end - "\"spans\":[".len()..], "\"spans\":[]}");
+        line.truncate(end);
+        line.reserve(self.spans.iter().map(|s| s.len() + 1).sum::<usize>() + 2);
+        for (at, span) in self.spans.iter().enumerate() {
+            if at > 0 {
+                line.push(',');
+            }
+            line.push_str(span);
+        }
+        line.push_str("]}");
+        Made {
+            seq: plan.seq,
+            unnumbered: line,
         }
     }
+}
+
+/// A span as a record's line writes it.
+fn span_json(span: &Span) -> String {
+    serde_json::to_string(span).expect("a span serializes")
 }
 
 /// Whether a record (of a fold event or not) folds `block` into a span, and so needs its facts.
@@ -860,7 +884,7 @@ mod tests {
             facts,
             Resume::default(),
             &mut |r| {
-                records.push(r);
+                records.push(read_back(r));
                 Ok(())
             },
         )
@@ -931,7 +955,7 @@ mod tests {
         let resume = Resume { from, keep: true };
         let cache = FactsCache::default();
         let midway = build(&ledger, &plans, true, apart, &cache, resume, &mut |r| {
-            records.push(r);
+            records.push(read_back(r));
             Ok(())
         })
         .unwrap();
@@ -1127,14 +1151,27 @@ mod tests {
         );
     }
 
-    fn record(seq: u64) -> FoldIndex {
-        serde_json::from_str(&format!(r#"{{"v":2,"kind":"fold-index","seq":{seq}}}"#)).unwrap()
+    /// A record made as a line, read back: its line is the one the record writes, byte for byte
+    /// (the spans spliced in as the record would write them).
+    fn read_back(made: Made) -> FoldIndex {
+        let mut record = made.record();
+        let seq = std::mem::take(&mut record.seq);
+        assert_eq!(record.to_line(), made.unnumbered);
+        record.seq = seq;
+        record
+    }
+
+    fn record(seq: u64) -> Made {
+        Made {
+            seq,
+            unnumbered: String::new(),
+        }
     }
 
     #[test]
     fn records_finished_out_of_order_are_handed_on_in_plan_order_as_soon_as_they_can_be() {
         let mut out = Vec::new();
-        let mut each = |r: FoldIndex| {
+        let mut each = |r: Made| {
             out.push(r.seq);
             Ok(())
         };

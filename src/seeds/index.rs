@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::catalog::{self, Batch, Catalog};
 use super::extract::{self, Midway, Resume, extract_from};
 use super::facts::FactsCache;
-use super::record::{FoldIndex, HARNESS};
+use super::record::{FoldIndex, HARNESS, Made};
 use super::resume::Checkpoint;
 use super::union::Union;
 use crate::digest::Digest;
@@ -245,8 +245,8 @@ impl Batcher {
         }
     }
 
-    fn record(&mut self, mut record: FoldIndex, put: &mut Put<'_>) -> Result<()> {
-        let unnumbered = unnumbered(&mut record);
+    fn record(&mut self, record: Made, put: &mut Put<'_>) -> Result<()> {
+        let unnumbered = record.unnumbered;
         let identity = Digest::of(unnumbered.as_bytes());
         self.identity = Some(identity);
         if self.held.records.contains(&identity) {
@@ -350,9 +350,8 @@ fn extract_batching_apart(
     batcher: &mut Batcher,
     put: &mut Put<'_>,
 ) -> Result<Option<Midway>> {
-    let extract = |feed: &Feed<FoldIndex>| {
-        extract_from(ledger, facts, resume, &mut |record| feed.send(record))
-    };
+    let extract =
+        |feed: &Feed<Made>| extract_from(ledger, facts, resume, &mut |record| feed.send(record));
     pipeline::split(2, extract, |record| batcher.record(record, put))
 }
 
@@ -423,9 +422,11 @@ fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Bat
     for (batch, _) in &staged.batches {
         let bytes = store.odb().read_to_vec(&batch.object, Some(batch.bytes))?;
         for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let record: FoldIndex = serde_json::from_slice(line)
+            let mut record: FoldIndex = serde_json::from_slice(line)
                 .map_err(|e| Error::object_corrupt(batch.object, e.to_string()))?;
-            batcher.record(record, &mut put)?;
+            let seq = record.seq;
+            let unnumbered = unnumbered(&mut record);
+            batcher.record(Made { seq, unnumbered }, &mut put)?;
         }
     }
     let (batches, last, _) = batcher.finish();

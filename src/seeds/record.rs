@@ -140,6 +140,27 @@ impl FoldIndex {
     }
 }
 
+/// A record as the extraction makes it: the seq its plan gives it, and its line with seq 0 (what a
+/// store numbers anew). Made as a line, spans spliced in as they were written once each: a long
+/// session's records are large (each re-lists every earlier span) and are wanted only as lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Made {
+    pub seq: u64,
+    pub unnumbered: String,
+}
+
+impl Made {
+    /// Its line, with the seq its plan gives it (what `ctxfold-extract-seeds` prints).
+    pub fn line(&self) -> String {
+        FoldIndex::numbered(&self.unnumbered, self.seq)
+    }
+
+    /// The record, read back from its line.
+    pub fn record(&self) -> FoldIndex {
+        serde_json::from_str(&self.line()).expect("a record made reads back")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
