@@ -208,7 +208,7 @@ fn unnumbered(record: &mut FoldIndex) -> String {
 /// the next one begun: memory then stays bounded however long the session (a long session's
 /// records re-list every earlier span, so its index grows with the square of its compactions).
 /// Larger than a pack block, so that such a batch is a block of its own.
-pub const BATCH_BYTES: usize = 16 << 20;
+pub const BATCH_BYTES: usize = 8 << 20;
 
 /// Where a finished batch goes (a pack, a loose object) before the catalog lists it.
 pub type Put<'a> = dyn FnMut(&Digest, &[u8]) -> Result<()> + 'a;
