@@ -23,8 +23,9 @@ use crate::store::reconstruct::{Restored, write_session};
 /// exit status is the worst of them.
 ///
 /// Each session is written to a temp file beside the target, its sha256 and size are checked
-/// against the manifest, it is made durable (fsynced; several are made durable together, up to 64
-/// at a time, by one sync of their filesystem) and only then renamed into place; on any mismatch
+/// against the manifest, it is made durable (fsynced; several are written and made durable
+/// together, up to 256 at a time, each block of the store they need decoded once, and one sync of
+/// their filesystem) and only then renamed into place; on any mismatch
 /// the target is untouched and the temp file is removed. A target that already holds the session,
 /// byte for byte, is left as it is: the session is in place, which is a success. A target that
 /// holds anything else is refused (status 3) unless --overwrite. `materialize` is a verified restore, not
