@@ -265,12 +265,24 @@ impl Midstate {
     }
 }
 
+/// A buffered reader that shows what is consumed through it to `S`.
+pub struct Seeing<R, S> {
+    inner: R,
+    seen: S,
+}
+
+/// What a [`Seeing`] reader shows the bytes consumed through it to.
+pub trait Sees {
+    fn see(&mut self, bytes: &[u8]);
+}
+
 /// A buffered reader that hashes and counts what is consumed through it, and notes on the way the
 /// sha256 of its first `mark` bytes (a file's folded prefix, say).
-pub struct HashingReader<R> {
-    inner: R,
-    so_far: SoFar,
-}
+pub type HashingReader<R> = Seeing<R, SoFar>;
+
+/// A buffered reader that only fingerprints what is consumed through it: the bytes' sha256 is
+/// taken by whoever consumes them, and the two fingerprints tell whether it saw the same bytes.
+pub type FingerprintingReader<R> = Seeing<R, Fingerprinter>;
 
 /// What a [`HashingReader`] saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,69 +344,60 @@ impl SoFar {
     }
 }
 
+impl Sees for SoFar {
+    fn see(&mut self, bytes: &[u8]) {
+        self.add(bytes);
+    }
+}
+
+impl Sees for Fingerprinter {
+    fn see(&mut self, bytes: &[u8]) {
+        self.update(bytes);
+    }
+}
+
 impl<R: BufRead> HashingReader<R> {
     pub fn new(inner: R, mark: Option<u64>) -> Self {
         Self::going_on(inner, SoFar::of(Hasher::default(), mark))
     }
 
     pub fn bytes(&self) -> u64 {
-        self.so_far.hasher.bytes()
+        self.seen.hasher.bytes()
     }
 
     /// The size and sha256 of what was consumed so far.
     pub fn hashed(&self) -> (u64, Digest) {
-        (self.bytes(), self.so_far.hasher.sha256())
+        (self.bytes(), self.seen.hasher.sha256())
     }
 
     /// What was hashed so far, for a reader of the bytes after them to go on from
     /// ([`going_on`](Self::going_on)).
     pub fn so_far(&self) -> SoFar {
-        self.so_far.clone()
+        self.seen.clone()
     }
 
     /// A reader of the bytes after those `so_far` saw, hashing as if it had read them too.
     pub fn going_on(inner: R, so_far: SoFar) -> Self {
-        Self { inner, so_far }
+        Self {
+            inner,
+            seen: so_far,
+        }
     }
 
     /// The reader, where this one stopped, and what this one hashed.
     pub fn into_parts(self) -> (R, SoFar) {
-        (self.inner, self.so_far)
+        (self.inner, self.seen)
     }
 
     pub fn finish(self) -> Hashed {
-        let hasher = &self.so_far.hasher;
+        let hasher = &self.seen.hasher;
         Hashed {
             sha256: hasher.sha256(),
             bytes: hasher.bytes(),
-            at_mark: self.so_far.at_mark,
+            at_mark: self.seen.at_mark,
             fingerprint: hasher.fingerprint(),
         }
     }
-}
-
-impl<R: BufRead> Read for HashingReader<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        read_buffered(self, out)
-    }
-}
-
-impl<R: BufRead> BufRead for HashingReader<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, n: usize) {
-        let so_far = &mut self.so_far;
-        consume_seen(&mut self.inner, n, |bytes| so_far.add(bytes));
-    }
-}
-
-/// A buffered reader that only fingerprints what is consumed through it: the bytes' sha256 is
-/// taken by whoever consumes them, and the two fingerprints tell whether it saw the same bytes.
-pub struct FingerprintingReader<R> {
-    inner: R,
-    seen: Fingerprinter,
 }
 
 impl<R: BufRead> FingerprintingReader<R> {
@@ -408,20 +411,20 @@ impl<R: BufRead> FingerprintingReader<R> {
     }
 }
 
-impl<R: BufRead> Read for FingerprintingReader<R> {
+impl<R: BufRead, S: Sees> Read for Seeing<R, S> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         read_buffered(self, out)
     }
 }
 
-impl<R: BufRead> BufRead for FingerprintingReader<R> {
+impl<R: BufRead, S: Sees> BufRead for Seeing<R, S> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         self.inner.fill_buf()
     }
 
     fn consume(&mut self, n: usize) {
         let seen = &mut self.seen;
-        consume_seen(&mut self.inner, n, |bytes| seen.update(bytes));
+        consume_seen(&mut self.inner, n, |bytes| seen.see(bytes));
     }
 }
 

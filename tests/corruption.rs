@@ -25,16 +25,7 @@ fn folded_packed(env: &Env) -> (PathBuf, String, u64) {
     );
     let source = env.path("source.jsonl");
     fs::write(&source, &text).unwrap();
-    let parts = env
-        .run("ctxfold-split", ["--write", source.to_str().unwrap()])
-        .ok()
-        .stdout;
-    env.run_with_stdin(
-        "ctxfold-write-manifest",
-        ["--session-id", "s", "--source", source.to_str().unwrap()],
-        &parts,
-    )
-    .ok();
+    let parts = fold_by_plumbing(env, &source, "s");
     let field: Value = parts
         .split(|&b| b == b'\n')
         .map(|l| serde_json::from_slice::<Value>(l).unwrap())
@@ -43,6 +34,22 @@ fn folded_packed(env: &Env) -> (PathBuf, String, u64) {
     let sha = field["object"]["sha256"].as_str().unwrap().to_string();
     let raw = field["object"]["raw_bytes"].as_u64().unwrap();
     (source, sha, raw)
+}
+
+/// `source` folded as session `id` by `split --write` (its new objects in a pack of their own)
+/// and `write-manifest`: the parts, as split prints them.
+fn fold_by_plumbing(env: &Env, source: &Path, id: &str) -> Vec<u8> {
+    let parts = env
+        .run("ctxfold-split", ["--write", source.to_str().unwrap()])
+        .ok()
+        .stdout;
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        ["--session-id", id, "--source", source.to_str().unwrap()],
+        &parts,
+    )
+    .ok();
+    parts
 }
 
 fn object_path(store: &Path, sha: &str) -> PathBuf {
@@ -331,16 +338,7 @@ fn two_packs(env: &Env) -> (PathBuf, PathBuf) {
         "another line\\n".repeat(700)
     );
     fs::write(&other, &text).unwrap();
-    let parts = env
-        .run("ctxfold-split", ["--write", other.to_str().unwrap()])
-        .ok()
-        .stdout;
-    env.run_with_stdin(
-        "ctxfold-write-manifest",
-        ["--session-id", "t", "--source", other.to_str().unwrap()],
-        &parts,
-    )
-    .ok();
+    fold_by_plumbing(env, &other, "t");
     assert_eq!(packs(&env.store, "pack").len(), 2);
     (s_pack, other)
 }
@@ -386,16 +384,7 @@ fn sessions_restored_together_that_share_a_damaged_block_each_fail_and_the_rest_
     let mut text = fs::read(&source).unwrap();
     text.extend_from_slice(b"{\"n\":2}\n");
     fs::write(&grown, &text).unwrap();
-    let parts = env
-        .run("ctxfold-split", ["--write", grown.to_str().unwrap()])
-        .ok()
-        .stdout;
-    env.run_with_stdin(
-        "ctxfold-write-manifest",
-        ["--session-id", "u", "--source", grown.to_str().unwrap()],
-        &parts,
-    )
-    .ok();
+    fold_by_plumbing(&env, &grown, "u");
     let mut bytes = fs::read(&pack).unwrap();
     let at = bytes.len() / 2;
     bytes[at] ^= 0x40;
