@@ -26,7 +26,8 @@ use crate::store::{Store, check_session_id, create_private_dir, generations, res
 /// beside their targets together (each block they need decoded once for all of them: on the
 /// generated corpus, 256 restore 13% faster than 64), one `syncfs` of each filesystem they go to
 /// makes them durable, then they are renamed into place and each folder is fsynced once; not two
-/// fsyncs for every file. As many temp files are open at once.
+/// fsyncs for every file. Up to twice as many temp files are open at once: a group's until it is
+/// in place, the next group's as it is written.
 pub const GROUP_FILES: usize = 256;
 
 /// Where the sessions go.

@@ -34,14 +34,14 @@ pub struct Session<'a> {
 }
 
 /// One object of one session: where it is in its pack, and where it goes in the session's file.
-struct Copy {
+struct ObjectCopy {
     session: usize,
     place: Location,
     to: u64,
 }
 
 /// The objects to copy out of each block the sessions need, by pack and block number.
-type ByBlock = HashMap<(Digest, u32), (Arc<Member>, Vec<Copy>)>;
+type ByBlock = HashMap<(Digest, u32), (Arc<Member>, Vec<ObjectCopy>)>;
 
 /// Each session written into its file and verified: one result for each, in order; a session
 /// that fails fails alone.
@@ -62,7 +62,7 @@ pub fn write_sessions(store: &Store, sessions: &[Session<'_>]) -> Vec<Result<()>
     }
     let blocks: Vec<_> = blocks.into_values().collect();
     blocks.par_iter().for_each(|(member, copies)| {
-        let copies: Vec<&Copy> = copies.iter().filter(|c| ok(c.session)).collect();
+        let copies: Vec<&ObjectCopy> = copies.iter().filter(|c| ok(c.session)).collect();
         copy_block(store, member, &copies, sessions, &fail);
     });
     one_by_one.par_iter().for_each(|copy| {
@@ -93,7 +93,7 @@ fn plan(
     session: usize,
     manifest: &Manifest,
     blocks: &mut ByBlock,
-    one_by_one: &mut Vec<Copy>,
+    one_by_one: &mut Vec<ObjectCopy>,
 ) -> Result<()> {
     store.odb().check_dictionary(&manifest.settings)?;
     let mut to = 0;
@@ -104,9 +104,9 @@ fn plan(
             Some((member, place)) if place.raw_bytes == object.raw_bytes => {
                 let key = (*member.pack.name(), place.block);
                 let (_, copies) = blocks.entry(key).or_insert_with(|| (member, Vec::new()));
-                copies.push(Copy { session, place, to });
+                copies.push(ObjectCopy { session, place, to });
             }
-            _ => one_by_one.push(Copy {
+            _ => one_by_one.push(ObjectCopy {
                 session,
                 place: Location {
                     digest: object.sha256,
@@ -128,7 +128,7 @@ fn plan(
 fn copy_block(
     store: &Store,
     member: &Member,
-    copies: &[&Copy],
+    copies: &[&ObjectCopy],
     sessions: &[Session<'_>],
     fail: &(dyn Fn(usize, Error) + Sync),
 ) {
@@ -202,7 +202,7 @@ fn write_run(
 /// Read one object from wherever the store has it into its place in its session's file.
 fn read_alone(
     store: &Store,
-    copy: &Copy,
+    copy: &ObjectCopy,
     sessions: &[Session<'_>],
     fail: &(dyn Fn(usize, Error) + Sync),
 ) {
