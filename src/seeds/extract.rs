@@ -592,7 +592,7 @@ impl Builder {
         fresh
     }
 
-    /// `plan`'s record, as the builder stands. By reference: a chain's builder goes on after
+    /// `plan`'s record as a line, as the builder stands. By reference: a chain's builder goes on after
     /// each of its records, and what a record does not list (where each span is, every
     /// identifier candidate) is worth no copy.
     fn finish(&self, plan: &Plan, session: &str) -> Made {

@@ -156,6 +156,7 @@ impl Made {
     }
 
     /// The record, read back from its line.
+    #[cfg(test)]
     pub fn record(&self) -> FoldIndex {
         serde_json::from_str(&self.line()).expect("a record made reads back")
     }
