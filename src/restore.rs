@@ -18,7 +18,7 @@ use crate::agents::Homes;
 use crate::agents::place::default_target;
 use crate::error::{Error, Result};
 use crate::store::by_block;
-use crate::store::manifest::{Manifest, Session};
+use crate::store::manifest::{Manifest, Session, Source};
 use crate::store::reconstruct::{Beside, Restored, begin_beside};
 use crate::store::{Store, check_session_id, create_private_dir, generations, restore_temp};
 
@@ -78,9 +78,12 @@ pub struct Outcome {
     pub result: Result<Restored>,
 }
 
-/// A request resolved: its manifest and target.
+/// A request resolved: its session, the bytes its manifest names and its target. The manifest is
+/// read again when the request's group is written, not held meanwhile: every manifest asked for at
+/// once would take memory that grows with the store.
 struct Planned {
-    manifest: Manifest,
+    session: String,
+    source: Source,
     target: PathBuf,
 }
 
@@ -147,7 +150,11 @@ pub fn restore_all(
         .map(|request| {
             let manifest = manifest_of(store, request)?;
             let target = target_of(&manifest, to, homes.as_ref())?;
-            Ok(Planned { manifest, target })
+            Ok(Planned {
+                session: manifest.session.id,
+                source: manifest.source,
+                target,
+            })
         })
         .collect();
     let mut planned = one_restore_per_target(planned, requests).into_iter();
@@ -160,7 +167,7 @@ pub fn restore_all(
             let mut written: Vec<Written> = group
                 .par_iter()
                 .zip(plans)
-                .map(|(request, planned)| begin_one(request, planned, overwrite))
+                .map(|(request, planned)| begin_one(store, request, planned, overwrite))
                 .collect();
             write_group(store, &mut written);
             if let Some(placed) = placing.replace(scope.spawn(|| place(written))) {
@@ -216,7 +223,7 @@ fn one_restore_per_target(
     planned: Vec<Result<Planned>>,
     requests: &[Request],
 ) -> Vec<Option<Result<Planned>>> {
-    let mut first: HashMap<PathBuf, (usize, crate::store::manifest::Source)> = HashMap::new();
+    let mut first: HashMap<PathBuf, (usize, Source)> = HashMap::new();
     planned
         .into_iter()
         .enumerate()
@@ -226,10 +233,10 @@ fn one_restore_per_target(
             };
             match first.get(&plan.target) {
                 None => {
-                    first.insert(plan.target.clone(), (at, plan.manifest.source));
+                    first.insert(plan.target.clone(), (at, plan.source));
                     Some(planned)
                 }
-                Some((_, source)) if *source == plan.manifest.source => None,
+                Some((_, source)) if *source == plan.source => None,
                 Some((earlier, _)) => Some(Err(Error::usage(format!(
                     "its target {} is also the target of {}",
                     crate::cli::human::path(&plan.target),
@@ -247,7 +254,12 @@ struct Written {
     beside: Option<(Beside, Manifest)>,
 }
 
-fn begin_one(request: &Request, planned: Option<Result<Planned>>, overwrite: bool) -> Written {
+fn begin_one(
+    store: &Store,
+    request: &Request,
+    planned: Option<Result<Planned>>,
+    overwrite: bool,
+) -> Written {
     let mut outcome = Outcome {
         name: request.name.clone(),
         session: None,
@@ -260,21 +272,38 @@ fn begin_one(request: &Request, planned: Option<Result<Planned>>, overwrite: boo
     match planned {
         None => {}
         Some(Err(e)) => outcome.result = Err(e),
-        Some(Ok(Planned { manifest, target })) => {
-            outcome.session = Some(manifest.session.id.clone());
-            outcome.bytes = manifest.source.bytes;
-            let begun = restore_temp::sweep(&target).and_then(|swept| {
-                outcome.swept = swept;
-                begin_beside(&manifest, &target, overwrite)
+        Some(Ok(Planned {
+            session,
+            source,
+            target,
+        })) => {
+            outcome.session = Some(session);
+            outcome.bytes = source.bytes;
+            let begun = manifest_again(store, request, &source).and_then(|manifest| {
+                outcome.swept = restore_temp::sweep(&target)?;
+                Ok(begin_beside(&manifest, &target, overwrite)?.map(|begun| (begun, manifest)))
             });
             outcome.target = Some(target);
             match begun {
-                Ok(begun) => beside = begun.map(|begun| (begun, manifest)),
+                Ok(begun) => beside = begun,
                 Err(e) => outcome.result = Err(e),
             }
         }
     }
     Written { outcome, beside }
+}
+
+/// The manifest `request` names, read again: it must still name `source`, the bytes it was
+/// planned with (a fold meanwhile may have replaced it).
+fn manifest_again(store: &Store, request: &Request, source: &Source) -> Result<Manifest> {
+    let manifest = manifest_of(store, request)?;
+    if manifest.source != *source {
+        return Err(Error::session_changed(
+            &request.name,
+            "a fold replaced its folded version while restoring (restore it again)",
+        ));
+    }
+    Ok(manifest)
 }
 
 /// Put a group's written sessions in place (see [`GROUP_FILES`]); one alone is fsynced alone, since
@@ -366,6 +395,36 @@ mod tests {
         assert_eq!(file_name(&session("s1", "/tmp/notes.jsonl")), "s1.jsonl");
         assert_eq!(file_name(&session("s1", "/tmp/..")), "s1.jsonl");
         assert_eq!(file_name(&session("s1", "")), "s1.jsonl");
+    }
+
+    #[test]
+    fn a_manifest_read_again_must_name_the_bytes_it_was_planned_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path().join("store")).unwrap();
+        let empty = Source {
+            bytes: 0,
+            sha256: crate::digest::Digest::of(b""),
+        };
+        let manifest = Manifest {
+            version: crate::store::manifest::VERSION,
+            kind: crate::store::manifest::KIND.into(),
+            session: session("s1", "/tmp/s1.jsonl"),
+            source: empty,
+            settings: Default::default(),
+            parts: Vec::new(),
+        };
+        store.commit_manifest(&manifest, false).unwrap();
+        let request = Request {
+            name: "s1".into(),
+            generation: None,
+        };
+        assert_eq!(manifest_again(&store, &request, &empty).unwrap(), manifest);
+        let other = Source {
+            bytes: 1,
+            sha256: crate::digest::Digest::of(b"x"),
+        };
+        let e = manifest_again(&store, &request, &other).unwrap_err();
+        assert!(e.to_string().contains("replaced its folded version"), "{e}");
     }
 
     #[test]
