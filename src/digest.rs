@@ -384,11 +384,6 @@ impl<R: BufRead> HashingReader<R> {
         }
     }
 
-    /// The reader, where this one stopped, and what this one hashed.
-    pub fn into_parts(self) -> (R, SoFar) {
-        (self.inner, self.seen)
-    }
-
     pub fn finish(self) -> Hashed {
         let hasher = &self.seen.hasher;
         Hashed {
@@ -408,6 +403,13 @@ impl<R: BufRead> FingerprintingReader<R> {
 
     pub fn fingerprint(&self) -> Fingerprint {
         self.seen.fingerprint()
+    }
+}
+
+impl<R, S> Seeing<R, S> {
+    /// The reader, where this one stopped, and what saw the bytes consumed.
+    pub fn into_parts(self) -> (R, S) {
+        (self.inner, self.seen)
     }
 }
 

@@ -46,17 +46,7 @@ pub fn open_at(path: &Path, offset: u64) -> Result<Option<Box<dyn BufRead + Send
 
 /// Consume the next `bytes` of `input` without looking at them (a reader that hashes or counts
 /// what is consumed still does); false when it has fewer. `what` names it in an error.
-pub fn skip(input: &mut dyn BufRead, bytes: u64, what: &str) -> Result<bool> {
-    skip_seeing(input, bytes, what, |_| {})
-}
-
-/// [`skip`], showing `each` the bytes consumed.
-pub fn skip_seeing(
-    input: &mut dyn BufRead,
-    mut bytes: u64,
-    what: &str,
-    mut each: impl FnMut(&[u8]),
-) -> Result<bool> {
+pub fn skip(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<bool> {
     while bytes > 0 {
         let available = match input.fill_buf() {
             Ok(available) => available,
@@ -67,7 +57,6 @@ pub fn skip_seeing(
             return Ok(false);
         }
         let n = available.len().min(bytes as usize);
-        each(&available[..n]);
         input.consume(n);
         bytes -= n as u64;
     }

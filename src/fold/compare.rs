@@ -7,9 +7,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::stamp::Stamp;
-use crate::digest::{Fingerprinter, Hasher, HashingReader, Midstate, SoFar};
+use crate::digest::{Fingerprinter, FingerprintingReader, Hasher, HashingReader, Midstate, SoFar};
 use crate::error::{IoContext, Result};
-use crate::input::{skip, skip_seeing};
+use crate::input::skip;
 use crate::store::manifest::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -76,7 +76,7 @@ fn compare_from(
     start: Start<'_>,
 ) -> Result<(State, Option<SoFar>)> {
     let what = path.display().to_string();
-    let mut input = crate::input::open(path)?;
+    let input = crate::input::open(path)?;
     let mark = Some(folded.bytes);
     let (mut input, kept) = match start {
         Start::Hashing => (HashingReader::new(input, mark), false),
@@ -88,8 +88,9 @@ fn compare_from(
             (input, true)
         }
         Start::Midstate(midstate) => {
-            let mut seen = Fingerprinter::default();
-            let whole = skip_seeing(&mut input, midstate.bytes(), &what, |b| seen.update(b))?;
+            let mut seeing = FingerprintingReader::going_on(input, Fingerprinter::default());
+            let whole = skip(&mut seeing, midstate.bytes(), &what)?;
+            let (input, seen) = seeing.into_parts();
             match Hasher::resume(seen, midstate).filter(|_| whole) {
                 Some(hasher) => (
                     HashingReader::going_on(input, SoFar::of(hasher, mark)),

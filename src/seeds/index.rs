@@ -195,13 +195,8 @@ fn is_current(basis: &[Digest], catalog: &Catalog, session: &str) -> bool {
 
 /// A record's content without its seq (which this sets to 0), as a digest.
 pub(super) fn identity(record: &mut FoldIndex) -> Digest {
-    Digest::of(unnumbered(record).as_bytes())
-}
-
-/// A record's line with seq 0 (which this sets).
-fn unnumbered(record: &mut FoldIndex) -> String {
     record.seq = 0;
-    record.to_line()
+    Digest::of(record.to_line().as_bytes())
 }
 
 /// A batch past this many bytes is handed on while its session's records are still coming, and
@@ -422,11 +417,9 @@ fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Bat
     for (batch, _) in &staged.batches {
         let bytes = store.odb().read_to_vec(&batch.object, Some(batch.bytes))?;
         for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let mut record: FoldIndex = serde_json::from_slice(line)
+            let record: FoldIndex = serde_json::from_slice(line)
                 .map_err(|e| Error::object_corrupt(batch.object, e.to_string()))?;
-            let seq = record.seq;
-            let unnumbered = unnumbered(&mut record);
-            batcher.record(Made { seq, unnumbered }, &mut put)?;
+            batcher.record(Made::of(record), &mut put)?;
         }
     }
     let (batches, last, _) = batcher.finish();

@@ -150,6 +150,15 @@ pub struct Made {
 }
 
 impl Made {
+    /// A record as if made: its seq apart, its line with seq 0.
+    pub fn of(mut record: FoldIndex) -> Self {
+        let seq = std::mem::take(&mut record.seq);
+        Self {
+            seq,
+            unnumbered: record.to_line(),
+        }
+    }
+
     /// Its line, with the seq its plan gives it (what `ctxfold-extract-seeds` prints).
     pub fn line(&self) -> String {
         FoldIndex::numbered(&self.unnumbered, self.seq)
