@@ -66,11 +66,7 @@ impl Facts {
             })
         });
         if result {
-            for line in text.lines() {
-                if let Some(command) = commands::prompt_command(line.trim()) {
-                    facts.commands.push(cut(command));
-                }
-            }
+            commands::prompt_commands(text, |command| facts.commands.push(cut(command)));
         }
         let mut seen: Map<&str, usize> = Map::default();
         identifiers::identifiers(text, |token| match seen.entry(token) {

@@ -63,8 +63,26 @@ fn quote(word: &str) -> String {
     }
 }
 
+/// The command of each `$ cmd` line of `text` that starts with a common tool, in order. Only the
+/// lines holding `$ ` are looked at (output has few).
+pub fn prompt_commands<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
+    let bytes = text.as_bytes();
+    let finder = memchr::memmem::Finder::new("$ ");
+    let mut at = 0;
+    while let Some(hit) = finder.find(&bytes[at..]).map(|h| at + h) {
+        let start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |p| p + 1);
+        let end = memchr::memchr(b'\n', &bytes[hit..]).map_or(text.len(), |p| hit + p);
+        if text[start..hit].trim().is_empty()
+            && let Some(command) = prompt_command(&text[start..end])
+        {
+            found(command);
+        }
+        at = end;
+    }
+}
+
 /// The command of a `$ cmd` line of output, when it starts with a common tool.
-pub fn prompt_command(line: &str) -> Option<&str> {
+fn prompt_command(line: &str) -> Option<&str> {
     let rest = line.trim_start().strip_prefix("$ ")?.trim();
     let first = rest.split_whitespace().next()?;
     TOOLS.contains(&first).then_some(rest)
@@ -104,5 +122,18 @@ mod tests {
         assert_eq!(command_of("read", &json!({"path": "a"})), None);
         assert_eq!(prompt_command("$ npm test"), Some("npm test"));
         assert_eq!(prompt_command("$ 5.00 total"), None);
+    }
+
+    #[test]
+    fn prompt_commands_are_those_of_lines_opening_with_a_prompt() {
+        let text = "$ git status\r\n  $ cargo test -q  \nsay $ ls\n$ 5.00\n\t$ npm i $ x\n$ rg";
+        let mut found = Vec::new();
+        prompt_commands(text, |c| found.push(c));
+        assert_eq!(found, ["git status", "cargo test -q", "npm i $ x", "rg"]);
+        let by_lines: Vec<&str> = text
+            .lines()
+            .filter_map(|l| prompt_command(l.trim()))
+            .collect();
+        assert_eq!(found, by_lines);
     }
 }
