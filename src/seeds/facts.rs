@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use super::Map;
 use super::extract::MAX_ERROR_CHARS;
-use super::lexicon::{commands, errors, files, identifiers};
+use super::lexicon::{self, commands, errors};
 use crate::digest::Digest;
 
 /// A tool output this large is where summaries lose identifiers: its tokens come first.
@@ -68,18 +68,22 @@ impl Facts {
         if result {
             commands::prompt_commands(text, |command| facts.commands.push(cut(command)));
         }
-        let mut seen: Map<&str, usize> = Map::default();
-        identifiers::identifiers(text, |token| match seen.entry(token) {
-            Entry::Occupied(at) => {
-                let times = &mut facts.identifiers[*at.get()].1;
-                *times = times.saturating_add(1);
-            }
-            Entry::Vacant(at) => {
-                at.insert(facts.identifiers.len());
-                facts.identifiers.push((cut(token), 1));
-            }
-        });
-        files::paths_in(text, |path| facts.paths.push(cut(path)));
+        let mut seen: Map<&str, usize> =
+            Map::with_capacity_and_hasher(text.len() / 64, Default::default());
+        lexicon::tokens(
+            text,
+            |token| match seen.entry(token) {
+                Entry::Occupied(at) => {
+                    let times = &mut facts.identifiers[*at.get()].1;
+                    *times = times.saturating_add(1);
+                }
+                Entry::Vacant(at) => {
+                    at.insert(facts.identifiers.len());
+                    facts.identifiers.push((cut(token), 1));
+                }
+            },
+            |path| facts.paths.push(cut(path)),
+        );
         facts
     }
 

@@ -3,10 +3,7 @@
 
 use serde_json::Value;
 
-use super::{ByteSet, runs};
-
-/// The bytes of a path-shaped token.
-static PATH: ByteSet = ByteSet::alphanumeric_and(b"_./~@+-").marking(b"/.");
+use super::{Run, class, runs};
 
 /// Extensions that make a bare name (`main.rs`) a file name.
 const EXTENSIONS: &[&str] = &[
@@ -57,13 +54,19 @@ pub fn call_paths(args: &Value, mut found: impl FnMut(&str)) {
 
 /// Each path-shaped token of `text`: `/a/b`, `./a`, `../a`, `~/a`, `a/b/c`, `a/b.ext`, `name.ext`.
 pub fn paths_in<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    runs(text, &PATH, |run, marked| {
-        // Without a `/` or a `.`, a plain word (most runs).
-        let token = run.trim_end_matches(['.', '-']).trim_start_matches('-');
-        if marked && (3..=256).contains(&token.len()) && is_path(token) {
-            found(token);
-        }
-    });
+    runs(text, class::PATH, |run| in_run(run, &mut found));
+}
+
+/// The path of one maximal run of path-shaped bytes, if it is one.
+pub(super) fn in_run<'t>(run: Run<'t>, found: &mut impl FnMut(&'t str)) {
+    // Without a `/` or a `.`, a plain word (most runs).
+    let token = run
+        .text
+        .trim_end_matches(['.', '-'])
+        .trim_start_matches('-');
+    if run.any & class::PATH_MARK != 0 && (3..=256).contains(&token.len()) && is_path(token) {
+        found(token);
+    }
 }
 
 fn is_path(t: &str) -> bool {

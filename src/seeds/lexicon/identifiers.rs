@@ -2,7 +2,7 @@
 //! (8+ digits, or `0x` + 4+), dotted versions, symbols of 4+ characters with a capital, `_`, `$` or
 //! digit after the first, and numbers of 4+ digits. Every token is a substring of the text.
 
-use super::{ByteSet, runs};
+use super::{Run, class, runs};
 
 /// Longer runs are blobs (base64, minified code), not identifiers.
 const MAX_LEN: usize = 128;
@@ -18,20 +18,20 @@ const KEYWORDS: &[&str] = &[
     "README",
 ];
 
-/// The bytes of a candidate token; a token with none of the marked ones is a word, or (36 bytes
-/// long) perhaps a uuid of letters.
-static TOKEN: ByteSet =
-    ByteSet::alphanumeric_and(b"_$.-").marking(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$");
-
 /// Call `found` with each identifier in `text`, in order.
 pub fn identifiers<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
-    runs(text, &TOKEN, |run, marked| {
-        // Trimming takes no marked byte away.
-        let token = run.trim_matches(['.', '-']);
-        if (marked || token.len() == 36) && token.len() >= 4 && token.len() <= MAX_LEN {
-            classify(token, &mut found);
-        }
-    });
+    runs(text, class::IDENTIFIER, |run| in_run(run, &mut found));
+}
+
+/// The identifiers of one maximal run of identifier-shaped bytes. A run with no marked byte is a
+/// word, or (36 bytes long) perhaps a uuid of letters.
+pub(super) fn in_run<'t>(run: Run<'t>, found: &mut impl FnMut(&'t str)) {
+    // Trimming takes no marked byte away.
+    let token = run.text.trim_matches(['.', '-']);
+    let marked = run.any & class::IDENTIFIER_MARK != 0;
+    if (marked || token.len() == 36) && token.len() >= 4 && token.len() <= MAX_LEN {
+        classify(token, found);
+    }
 }
 
 fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
@@ -39,7 +39,7 @@ fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
         return found(token);
     }
     for piece in token.split(['.', '-']) {
-        if piece.len() >= 4 && (is_hex_id(piece) || is_number(piece) || is_symbol(piece)) {
+        if piece.len() >= 4 && Shape::of(piece).is_identifier(piece) {
             found(piece);
         }
     }
@@ -74,45 +74,94 @@ fn is_version(t: &str) -> bool {
     parts >= 3 && suffix.starts_with(|c: char| c.is_ascii_alphabetic())
 }
 
-fn is_hex_id(t: &str) -> bool {
-    if let Some(hex) = t.strip_prefix("0x") {
-        return hex.len() >= 4 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+/// What kinds of bytes a piece of a token holds, found in one pass over it: most tokens are
+/// symbols, and each test of one took a pass of its own.
+struct Shape {
+    head: u8,
+    rest: u8,
+}
+
+const DIGIT: u8 = 1;
+const UPPER: u8 = 2;
+const LOWER: u8 = 4;
+/// A letter past `f`: not a hex digit.
+const NOT_HEX: u8 = 8;
+const UNDERSCORE: u8 = 16;
+const DOLLAR: u8 = 32;
+/// Anything else.
+const OTHER: u8 = 64;
+
+static SHAPES: [u8; 256] = {
+    let mut table = [OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = if byte.is_ascii_digit() {
+            DIGIT
+        } else if byte.is_ascii_uppercase() {
+            UPPER
+        } else if byte.is_ascii_lowercase() {
+            LOWER
+        } else if byte == b'_' {
+            UNDERSCORE
+        } else if byte == b'$' {
+            DOLLAR
+        } else {
+            OTHER
+        };
+        if byte.is_ascii_alphabetic() && !byte.is_ascii_hexdigit() {
+            table[b] |= NOT_HEX;
+        }
+        b += 1;
     }
-    let b = t.as_bytes();
-    t.len() >= 8
-        && b.iter().all(u8::is_ascii_hexdigit)
-        && b.iter().any(u8::is_ascii_digit)
-        && b.iter().any(u8::is_ascii_alphabetic)
-}
+    table
+};
 
-fn is_number(t: &str) -> bool {
-    t.bytes().all(|b| b.is_ascii_digit())
-}
+impl Shape {
+    fn of(piece: &str) -> Self {
+        let (head, rest) = piece.as_bytes().split_first().unwrap_or((&0, &[]));
+        let rest = rest.iter().fold(0, |kinds, &b| kinds | SHAPES[b as usize]);
+        Self {
+            head: SHAPES[*head as usize],
+            rest,
+        }
+    }
 
-fn is_symbol(t: &str) -> bool {
-    // Cheapest tests first: most tokens are plain words, out at `marked`.
-    let b = t.as_bytes();
-    let head_ok = || b[0].is_ascii_alphabetic() || matches!(b[0], b'_' | b'$');
-    let body_ok = || {
-        b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$'))
-    };
-    let marked = || {
-        b[1..]
-            .iter()
-            .any(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, b'_' | b'$'))
-    };
-    // Shouted English (`ERROR`, `TODO`) is not an identifier; `RECALL_SLICE_TOKEN_CAP` is.
-    let shouted = || b.iter().all(u8::is_ascii_uppercase);
-    // A long run of mixed case and digits with no `_` is base64 or a key, an opaque blob.
-    let blob = || {
-        t.len() > 32
-            && !t.contains('_')
-            && b.iter().any(u8::is_ascii_uppercase)
-            && b.iter().any(u8::is_ascii_lowercase)
-            && b.iter().any(u8::is_ascii_digit)
-    };
-    head_ok() && marked() && body_ok() && !shouted() && !blob() && !KEYWORDS.contains(&t)
+    fn all(&self) -> u8 {
+        self.head | self.rest
+    }
+
+    /// A hex id, a number or a symbol.
+    fn is_identifier(&self, piece: &str) -> bool {
+        self.is_hex_id(piece) || self.all() == DIGIT || self.is_symbol(piece)
+    }
+
+    /// 8+ hex digits with a digit and a letter among them, or `0x` and 4+ hex digits.
+    fn is_hex_id(&self, piece: &str) -> bool {
+        if let Some(hex) = piece.strip_prefix("0x") {
+            return hex.len() >= 4 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+        }
+        let all = self.all();
+        piece.len() >= 8
+            && all & (NOT_HEX | UNDERSCORE | DOLLAR | OTHER) == 0
+            && all & DIGIT != 0
+            && all & (UPPER | LOWER) != 0
+    }
+
+    fn is_symbol(&self, piece: &str) -> bool {
+        let all = self.all();
+        let head_ok = self.head & (UPPER | LOWER | UNDERSCORE | DOLLAR) != 0;
+        let marked = self.rest & (UPPER | DIGIT | UNDERSCORE | DOLLAR) != 0;
+        // Shouted English (`ERROR`, `TODO`) is not an identifier; `RECALL_SLICE_TOKEN_CAP` is.
+        let shouted = all & !(UPPER | NOT_HEX) == 0;
+        // A long run of mixed case and digits with no `_` is base64 or a key, an opaque blob.
+        let blob = piece.len() > 32
+            && all & UNDERSCORE == 0
+            && all & UPPER != 0
+            && all & LOWER != 0
+            && all & DIGIT != 0;
+        head_ok && marked && all & OTHER == 0 && !shouted && !blob && !KEYWORDS.contains(&piece)
+    }
 }
 
 #[cfg(test)]

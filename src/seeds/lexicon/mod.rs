@@ -7,70 +7,103 @@ pub mod files;
 pub mod identifiers;
 pub mod user;
 
-/// A set of ASCII bytes held as a table: which bytes make up a lexicon's tokens, and which of
-/// them mark a token as one to look at closer (most runs are plain words, told apart at no cost
-/// beyond the scan that finds them).
-pub struct ByteSet([u8; 256]);
-
-const MEMBER: u8 = 1;
-const MARK: u8 = 2;
-
-impl ByteSet {
-    /// ASCII letters and digits, and `extra`.
-    pub const fn alphanumeric_and(extra: &[u8]) -> Self {
-        let mut table = [0; 256];
-        let mut b = 0;
-        while b < 256 {
-            if (b as u8).is_ascii_alphanumeric() {
-                table[b] = MEMBER;
-            }
-            b += 1;
-        }
-        let mut i = 0;
-        while i < extra.len() {
-            table[extra[i] as usize] = MEMBER;
-            i += 1;
-        }
-        Self(table)
-    }
-
-    /// These bytes (of the set) mark a run that holds one.
-    pub const fn marking(mut self, marks: &[u8]) -> Self {
-        let mut i = 0;
-        while i < marks.len() {
-            assert!(
-                self.0[marks[i] as usize] & MEMBER != 0,
-                "a mark is of the set"
-            );
-            self.0[marks[i] as usize] |= MARK;
-            i += 1;
-        }
-        self
-    }
+/// The classes of a byte for the two token lexicons, held in one table so that one scan finds the
+/// runs of both ([`tokens`]). Most runs are plain words, told apart by their classes at no cost
+/// beyond the scan that finds them.
+pub mod class {
+    /// Of an identifier-shaped token: ASCII letters and digits, `_$.-`.
+    pub const IDENTIFIER: u8 = 1;
+    /// Of a path-shaped token: ASCII letters and digits, `_./~@+-`.
+    pub const PATH: u8 = 2;
+    /// A capital, a digit, `_` or `$`: an identifier-shaped run holding one is no plain word.
+    pub const IDENTIFIER_MARK: u8 = 4;
+    /// `/` or `.`: a path-shaped run holding neither is no path.
+    pub const PATH_MARK: u8 = 8;
 }
 
-/// Each maximal run of `set`'s bytes in `text`, in order, and whether it holds a byte `set` marks.
-/// The bytes are ASCII, so every run lies on character boundaries, and a non-ASCII character
-/// separates runs as any other byte outside `set`.
-pub fn runs<'t>(text: &'t str, set: &ByteSet, mut found: impl FnMut(&'t str, bool)) {
+static CLASSES: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        if byte.is_ascii_alphanumeric() {
+            table[b] = class::IDENTIFIER | class::PATH;
+        }
+        if byte.is_ascii_uppercase() || byte.is_ascii_digit() {
+            table[b] |= class::IDENTIFIER_MARK;
+        }
+        b += 1;
+    }
+    table[b'_' as usize] = class::IDENTIFIER | class::PATH | class::IDENTIFIER_MARK;
+    table[b'$' as usize] = class::IDENTIFIER | class::IDENTIFIER_MARK;
+    table[b'-' as usize] = class::IDENTIFIER | class::PATH;
+    table[b'.' as usize] = class::IDENTIFIER | class::PATH | class::PATH_MARK;
+    table[b'/' as usize] = class::PATH | class::PATH_MARK;
+    table[b'~' as usize] = class::PATH;
+    table[b'@' as usize] = class::PATH;
+    table[b'+' as usize] = class::PATH;
+    table
+};
+
+/// A maximal run of bytes of some classes, with the classes any of its bytes has and those all of
+/// them have.
+#[derive(Clone, Copy)]
+pub struct Run<'t> {
+    pub text: &'t str,
+    pub any: u8,
+    pub all: u8,
+}
+
+/// Each maximal run in `text` of bytes of any of the classes `of`, in order. The bytes are ASCII,
+/// so every run lies on character boundaries, and a non-ASCII character separates runs as any
+/// other byte outside `of`.
+pub fn runs<'t>(text: &'t str, of: u8, mut found: impl FnMut(Run<'t>)) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        if set.0[bytes[i] as usize] == 0 {
+        if CLASSES[bytes[i] as usize] & of == 0 {
             i += 1;
             continue;
         }
         let start = i;
-        let mut seen = 0;
+        let (mut any, mut all) = (0, u8::MAX);
         while let Some(&b) = bytes.get(i) {
-            let class = set.0[b as usize];
-            if class == 0 {
+            let class = CLASSES[b as usize];
+            if class & of == 0 {
                 break;
             }
-            seen |= class;
+            any |= class;
+            all &= class;
             i += 1;
         }
-        found(&text[start..i], seen & MARK != 0);
+        found(Run {
+            text: &text[start..i],
+            any,
+            all,
+        });
+    }
+}
+
+/// The identifiers and the paths of `text`, each kind in order, in one scan.
+pub fn tokens<'t>(
+    text: &'t str,
+    mut identifier: impl FnMut(&'t str),
+    mut path: impl FnMut(&'t str),
+) {
+    runs(text, class::IDENTIFIER | class::PATH, |run| {
+        within(run, class::IDENTIFIER, |run| {
+            identifiers::in_run(run, &mut identifier)
+        });
+        within(run, class::PATH, |run| files::in_run(run, &mut path));
+    });
+}
+
+/// The runs of class `of` within `run` (most often `run` itself).
+fn within<'t>(run: Run<'t>, of: u8, mut found: impl FnMut(Run<'t>)) {
+    if run.all & of != 0 {
+        found(run)
+    } else {
+        runs(run.text, of, found)
     }
 }
 
@@ -79,11 +112,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_are_maximal_and_say_whether_they_are_marked() {
-        static SET: ByteSet = ByteSet::alphanumeric_and(b"_.").marking(b"_0123456789");
+    fn runs_are_maximal_and_say_which_classes_they_hold() {
         let mut seen = Vec::new();
-        runs("plain x_y, é9a.b\tend_", &SET, |run, marked| {
-            seen.push((run, marked))
+        runs("plain x_y, é9a.b\tend_ a/b$c", class::IDENTIFIER, |run| {
+            seen.push((run.text, run.any & class::IDENTIFIER_MARK != 0))
         });
         assert_eq!(
             seen,
@@ -91,12 +123,48 @@ mod tests {
                 ("plain", false),
                 ("x_y", true),
                 ("9a.b", true),
-                ("end_", true)
+                ("end_", true),
+                ("a", false),
+                ("b$c", true)
             ]
         );
         let mut none = Vec::new();
-        runs("", &SET, |run, _| none.push(run));
-        runs(" é, ", &SET, |run, _| none.push(run));
+        runs("", class::PATH, |run| none.push(run.text));
+        runs(" é, $", class::PATH, |run| none.push(run.text));
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn one_scan_finds_what_each_lexicon_finds_alone() {
+        let text = "see src/main.rs:12 and parseFoo@v1.2.3, ~/x/$HOME_DIR/a.py e2c70f2e+0x811c9dc5 \
+                    019b7f94-51b4-7593-922e-ba12b5b73b52/README.md plain words";
+        let (mut ids, mut paths) = (Vec::new(), Vec::new());
+        tokens(text, |t| ids.push(t), |p| paths.push(p));
+        let mut alone = Vec::new();
+        identifiers::identifiers(text, |t| alone.push(t));
+        assert_eq!(ids, alone);
+        alone.clear();
+        files::paths_in(text, |p| alone.push(p));
+        assert_eq!(paths, alone);
+        assert_eq!(
+            ids,
+            [
+                "parseFoo",
+                "v1.2.3",
+                "$HOME_DIR",
+                "e2c70f2e",
+                "0x811c9dc5",
+                "019b7f94-51b4-7593-922e-ba12b5b73b52"
+            ]
+        );
+        assert_eq!(
+            paths,
+            [
+                "src/main.rs",
+                "~/x/",
+                "HOME_DIR/a.py",
+                "019b7f94-51b4-7593-922e-ba12b5b73b52/README.md"
+            ]
+        );
     }
 }
