@@ -21,14 +21,14 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
 use crate::ledger::{Block, Entry};
 
 /// The agents whose session files ctxfold knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Agent {
     /// Codex CLI rollouts ($CODEX_HOME, default ~/.codex)

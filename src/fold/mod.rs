@@ -29,7 +29,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::{Digest, Fingerprint, FingerprintingReader, HashingReader, Midstate, SoFar};
+use crate::digest::{
+    Digest, Fingerprint, Fingerprinter, FingerprintingReader, HashingReader, Midstate, SoFar,
+};
 use crate::error::{Error, Result, Status};
 use crate::odb::Encoder;
 use crate::segment::{Settings, segment};
@@ -162,6 +164,9 @@ pub struct Prepared {
     pub grown_from: Option<Source>,
     /// What hashed the bytes before the manifest's last part (for the next fold of it grown).
     pub before_last: Option<Midstate>,
+    /// The fingerprint of the bytes read before the ones segmented (a session grown since it was
+    /// folded): the seed index's pass need not read them again.
+    pub known: Option<Fingerprinter>,
 }
 
 /// What earlier folds left to spare this one reading sources: the stamp cache and the midstates.
@@ -212,6 +217,7 @@ pub fn prepare(
         keep: None,
         grown_from: None,
         before_last: None,
+        known: None,
     };
     if let Err(e) = prepare_into(store, found, options, caches, sink, claimed, &mut prepared) {
         prepared.report.fail(&e);
@@ -394,7 +400,9 @@ fn segment_source(
     };
     // What is segmented is hashed once, as the parts are written, from the reused prefix's bytes
     // as read on; the reader only fingerprints it, which tells the two are the same bytes.
-    let mut input = FingerprintingReader::going_on(rest, read_before.hasher().fingerprinter());
+    let known = read_before.hasher().fingerprinter();
+    prepared.known = Some(known.clone()).filter(|known| known.bytes() > 0);
+    let mut input = FingerprintingReader::going_on(rest, known);
     let mut writer = PartWriter::new(mode, |part| {
         parts.push(part);
         Ok(())

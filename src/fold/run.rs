@@ -244,6 +244,7 @@ impl Run<'_> {
         let source = FoldedFile {
             path: found.path.clone(),
             read,
+            known: prepared.known.take(),
         };
         let session = &manifest.session.id;
         // A grown session's walk goes on from where its last one ended.

@@ -1,10 +1,11 @@
 //! The skeleton of a ledger: one small entry per object read, enough to find branches, compactions,
 //! edits and usage without holding any content.
 
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// The skeleton of one parsed entry (a Pi entry, a Codex line).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Entry {
     /// Pi: the entry's `id` (v2+); Claude Code: a row's `uuid`; Codex: none.
     pub id: Option<String>,
@@ -16,7 +17,7 @@ pub struct Entry {
     pub kind: EntryKind,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum EntryKind {
     /// The Pi header, and anything that makes no blocks and matters to no plan.
     Other,

@@ -17,6 +17,8 @@ pub mod stream;
 
 use std::collections::{HashMap, HashSet};
 
+use serde::{Deserialize, Serialize};
+
 pub use block::{Block, BlockKind, Call, Outcome};
 pub use entry::{Entry, EntryKind};
 pub use source::{AlongsideFile, FileSource, FoldedFile, Source, StoreSource};
@@ -25,6 +27,18 @@ pub use stream::Stream;
 use crate::agents::{Agent, Blocks, json};
 use crate::error::{Error, Result};
 use source::Lines;
+
+/// What a first pass found in a ledger's first `bytes` (whole lines): a pass over the ledger grown
+/// by an append since goes on from there ([`Ledger::scan_on`]).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Scanned {
+    pub agent: Agent,
+    pub session_id: String,
+    pub cwd: Option<String>,
+    pub entries: Vec<Entry>,
+    pub unparseable: u64,
+    pub bytes: u64,
+}
 
 /// A ledger after its first pass.
 pub struct Ledger<'s> {
@@ -57,13 +71,35 @@ pub struct Position {
 
 impl Ledger<'_> {
     pub fn scan(source: &dyn Source) -> Result<Ledger<'_>> {
-        let mut lines = Lines::new(source)?;
-        let mut agent = None;
-        let mut session_id = None;
-        let mut cwd = None;
-        let mut entries = Vec::new();
-        let mut ids: HashMap<String, usize> = HashMap::new();
-        let mut unparseable = 0;
+        Self::scan_on(source, None)
+    }
+
+    /// [`scan`](Self::scan), going on from what a scan of the ledger's first bytes found (`from`):
+    /// only the lines after them are read as entries. `from` must be of those very bytes (the
+    /// caller knows the ledger grew from them), as a walk's [`Position`] must; when the ledger is
+    /// shorter, it is scanned whole.
+    pub fn scan_on(source: &dyn Source, from: Option<Scanned>) -> Result<Ledger<'_>> {
+        let going_on = match from {
+            Some(from) => Lines::after(source, from.bytes)?.map(|lines| (lines, from)),
+            None => None,
+        };
+        let (mut lines, from) = match going_on {
+            Some((lines, from)) => (lines, Some(from)),
+            None => (Lines::new(source)?, None),
+        };
+        let mut agent = from.as_ref().map(|from| from.agent);
+        let (mut session_id, mut cwd, mut entries, mut unparseable) = match from {
+            Some(from) => (
+                Some(from.session_id),
+                from.cwd,
+                from.entries,
+                from.unparseable,
+            ),
+            None => (None, None, Vec::new(), 0),
+        };
+        let mut ids: HashMap<String, usize> = (entries.iter().enumerate())
+            .filter_map(|(at, entry)| Some((entry.id.clone()?, at)))
+            .collect();
         while let Some(line) = lines.next_line()? {
             let Some(format) = agent.or_else(|| detect(line)) else {
                 unparseable += u64::from(!line.iter().all(u8::is_ascii_whitespace));
@@ -122,6 +158,19 @@ impl Ledger<'_> {
         })
     }
 
+    /// What this scan found, for a scan of the ledger grown by an append to go on from; `None`
+    /// unless it read whole lines only, `bytes` of them.
+    pub fn scanned(&self, bytes: u64) -> Option<Scanned> {
+        (self.bytes == bytes).then(|| Scanned {
+            agent: self.agent,
+            session_id: self.session_id.clone(),
+            cwd: self.cwd.clone(),
+            entries: self.entries.clone(),
+            unparseable: self.unparseable,
+            bytes,
+        })
+    }
+
     /// The entry whose id is `id` (Pi), or the 1-based position `id` among parsed entries.
     pub fn find_entry(&self, id: &str) -> Option<usize> {
         if let Some(at) = self
@@ -170,15 +219,14 @@ impl Ledger<'_> {
         mut visit: impl FnMut(Visit<'_>) -> Result<()>,
     ) -> Result<Option<Position>> {
         let format = self.agent.format();
-        let mut lines = Lines::new(self.source)?;
-        let (mut index, mut reader) = match from {
+        let (mut lines, mut index, mut reader) = match from {
             Some(from) => {
-                if !lines.skip(from.bytes)? {
+                let Some(lines) = Lines::after(self.source, from.bytes)? else {
                     return Err(Error::session_changed(self.source.describe(), "it shrank"));
-                }
-                (from.entries, from.blocks)
+                };
+                (lines, from.entries, from.blocks)
             }
-            None => (0, format.blocks()),
+            None => (Lines::new(self.source)?, 0, format.blocks()),
         };
         let mut whole = true;
         'lines: while let Some(line) = lines.next_line()? {
@@ -279,5 +327,66 @@ pub(crate) fn detect(line: &[u8]) -> Option<Agent> {
         Some((agent, _)) => Some(agent),
         None => json::parse::<serde::de::IgnoredAny>(line, &mut json::Scratch::default())
             .map(|_| Agent::Codex),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a first pass found, as JSON.
+    fn skeleton(ledger: &Ledger<'_>) -> serde_json::Value {
+        serde_json::to_value(ledger.scanned(ledger.bytes)).unwrap()
+    }
+
+    #[test]
+    fn a_scan_going_on_reads_only_the_lines_after_those_it_goes_on_from() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let dir = tempfile::tempdir().unwrap();
+        let source = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            FileSource(path)
+        };
+        let mut went_on = 0;
+        for agent in ["pi", "codex", "claude"] {
+            for file in std::fs::read_dir(fixtures.join(agent)).unwrap() {
+                let bytes = std::fs::read(file.unwrap().path()).unwrap();
+                let whole = source("whole.jsonl", &bytes);
+                let Ok(all) = Ledger::scan(&whole) else {
+                    continue;
+                };
+                let half = bytes.len() / 2;
+                let Some(end) = bytes[half..].iter().position(|&b| b == b'\n') else {
+                    continue;
+                };
+                let cut = half + end + 1;
+                let prefix = source("prefix.jsonl", &bytes[..cut]);
+                let Ok(before) = Ledger::scan(&prefix) else {
+                    continue;
+                };
+                let scanned = before.scanned(cut as u64).expect("whole lines");
+                // The lines before the cut blanked out: only a scan that does not read them finds
+                // what a scan of the whole finds.
+                let mut blanked = bytes.clone();
+                (blanked[..cut].iter_mut())
+                    .filter(|b| **b != b'\n')
+                    .for_each(|b| *b = b' ');
+                let blanked = source("blanked.jsonl", &blanked);
+                let on = Ledger::scan_on(&blanked, Some(scanned.clone())).unwrap();
+                assert_eq!(skeleton(&on), skeleton(&all), "{agent}");
+                let read_whole = Ledger::scan(&blanked).map(|l| skeleton(&l));
+                assert!(read_whole.ok() != Some(skeleton(&all)), "{agent}");
+                // Shorter than the bytes it would go on after: scanned whole.
+                let short = source("short.jsonl", &bytes[..cut - 1]);
+                let short_on = Ledger::scan_on(&short, Some(scanned)).unwrap();
+                assert_eq!(
+                    skeleton(&short_on),
+                    skeleton(&Ledger::scan(&short).unwrap())
+                );
+                went_on += 1;
+            }
+        }
+        assert!(went_on >= 3, "{went_on} fixtures went on");
     }
 }

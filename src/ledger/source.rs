@@ -14,6 +14,13 @@ use crate::store::reconstruct::SessionReader;
 pub trait Source: Sync {
     /// A fresh reader over the ledger's (decompressed) bytes.
     fn open(&self) -> Result<Box<dyn BufRead + '_>>;
+    /// A fresh reader over the ledger's bytes from `at` or a place before it, and that place: a
+    /// pass going on after bytes seen before need not read them all again. From the start unless
+    /// the source knows better.
+    fn open_from(&self, at: u64) -> Result<(Box<dyn BufRead + '_>, u64)> {
+        let _ = at;
+        Ok((self.open()?, 0))
+    }
     /// How to name the ledger in messages.
     fn describe(&self) -> String;
 }
@@ -37,15 +44,33 @@ pub struct FoldedFile {
     pub path: PathBuf,
     /// The bytes the fold read.
     pub read: Fingerprint,
+    /// The fold's fingerprint of the first bytes it read when it read them before (a session grown
+    /// since it was folded): a pass going on after them starts there, its fingerprint going on
+    /// from this one, and never reads them again.
+    pub known: Option<Fingerprinter>,
+}
+
+impl FoldedFile {
+    fn reading(&self, reader: Box<dyn BufRead + Send>, seen: Fingerprinter) -> Box<dyn BufRead> {
+        Box::new(Fingerprinted {
+            reader,
+            seen,
+            end: End::Expect(self.read, self.describe()),
+        })
+    }
 }
 
 impl Source for FoldedFile {
     fn open(&self) -> Result<Box<dyn BufRead + '_>> {
-        Ok(Box::new(Fingerprinted {
-            reader: crate::input::open(&self.path)?,
-            seen: Fingerprinter::default(),
-            end: End::Expect(self.read, self.describe()),
-        }))
+        Ok(self.reading(crate::input::open(&self.path)?, Fingerprinter::default()))
+    }
+    fn open_from(&self, at: u64) -> Result<(Box<dyn BufRead + '_>, u64)> {
+        if let Some(known) = self.known.as_ref().filter(|k| k.bytes() <= at)
+            && let Some(reader) = crate::input::open_at(&self.path, known.bytes())?
+        {
+            return Ok((self.reading(reader, known.clone()), known.bytes()));
+        }
+        Ok((self.open()?, 0))
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
@@ -174,25 +199,30 @@ pub struct Lines<'a> {
 
 impl<'a> Lines<'a> {
     pub fn new(source: &'a dyn Source) -> Result<Self> {
-        Ok(Self {
-            reader: source.open()?,
+        Ok(Self::starting(source.open()?, 0, source))
+    }
+
+    /// The lines after the first `bytes` bytes, made of none of those (they must end a line for
+    /// the next line to start there); `None` when there are fewer.
+    pub fn after(source: &'a dyn Source, bytes: u64) -> Result<Option<Self>> {
+        let (reader, at) = source.open_from(bytes)?;
+        let mut lines = Self::starting(reader, at, source);
+        if !crate::input::skip(&mut lines.reader, bytes - at, &lines.what)? {
+            return Ok(None);
+        }
+        lines.read = bytes;
+        Ok(Some(lines))
+    }
+
+    fn starting(reader: Box<dyn BufRead + 'a>, at: u64, source: &dyn Source) -> Self {
+        Self {
+            reader,
             what: source.describe(),
             buf: Vec::new(),
             pending: 0,
-            read: 0,
+            read: at,
             unended: false,
-        })
-    }
-
-    /// Pass over the first `bytes` bytes without making lines of them (they must end a line for
-    /// the next line to start there); false when there are fewer.
-    pub fn skip(&mut self, bytes: u64) -> Result<bool> {
-        self.reader.consume(std::mem::take(&mut self.pending));
-        let whole = crate::input::skip(&mut self.reader, bytes, &self.what)?;
-        if whole {
-            self.read += bytes;
         }
-        Ok(whole)
     }
 
     /// The bytes of the lines handed out (or skipped) so far.
@@ -308,6 +338,51 @@ mod tests {
         std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n{}\n").unwrap();
         pass(&file);
         assert!(!file.read_as(3, read));
+    }
+
+    #[test]
+    fn lines_after_bytes_a_fold_read_before_start_there_checked_against_the_whole_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let (before, after) = (&b"{\"a\":1}\n"[..], &b"{\"b\":2}\n"[..]);
+        let mut known = Fingerprinter::default();
+        known.update(before);
+        let mut whole = known.clone();
+        whole.update(after);
+        // The first bytes changed on disk since the fold read them: a pass going on after them
+        // never reads them, and its check is of the bytes the fold read.
+        std::fs::write(&path, [&b"{\"A\":9}\n"[..], after].concat()).unwrap();
+        let file = |known: Option<Fingerprinter>| FoldedFile {
+            path: path.clone(),
+            read: whole.fingerprint(),
+            known,
+        };
+        let rest = |file: &FoldedFile, from: u64| -> Result<Vec<Vec<u8>>> {
+            let mut lines = Lines::after(file, from)?.expect("long enough");
+            let mut out = Vec::new();
+            while let Some(line) = lines.next_line()? {
+                out.push(line.to_vec());
+            }
+            assert_eq!(lines.bytes(), 16);
+            Ok(out)
+        };
+        assert_eq!(rest(&file(Some(known.clone())), 8).unwrap(), [b"{\"b\":2}"]);
+        // Without the fold's fingerprint of them, they are read, and found changed.
+        let changed = rest(&file(None), 8).unwrap_err();
+        assert!(
+            changed
+                .to_string()
+                .contains("no longer holds the folded bytes"),
+            "{changed}"
+        );
+        // A file shorter than the bytes to go on after has no lines after them.
+        assert!(
+            Lines::after(&file(Some(known.clone())), 17)
+                .unwrap()
+                .is_none()
+        );
+        // Nor is a fingerprint of more bytes than skipped used.
+        assert!(rest(&file(Some(known)), 0).is_err());
     }
 
     #[test]

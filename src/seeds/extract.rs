@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::ledger::block::{code, log_bytes, log_lines};
-use crate::ledger::{Block, BlockKind, Ledger, Position, Visit};
+use crate::ledger::{Block, BlockKind, Ledger, Position, Scanned, Visit};
 use crate::pipeline::{self, Feed};
 
 use super::Map;
@@ -75,11 +75,8 @@ pub fn extract_from(
 /// what that record lists whole: [`with_final`](Self::with_final) gives those back.
 #[derive(Serialize, Deserialize)]
 pub struct Midway {
-    agent: String,
-    session: String,
-    cwd: Option<String>,
-    entries: usize,
-    bytes: u64,
+    /// What the ledger's first pass found, to go on from: the entries walked are its entries.
+    scanned: Scanned,
     blocks: serde_json::Value,
     builder: Builder,
 }
@@ -111,18 +108,24 @@ impl Midway {
         Some(self)
     }
 
+    /// What the ledger's first pass had found where this extraction ended.
+    pub fn scanned(&self) -> &Scanned {
+        &self.scanned
+    }
+
     /// How to go on in `ledger`; `None` unless `ledger` is the one this was made from grown by
     /// an append, and every plan not finished then goes on from its final record's builder.
     fn resume(self, ledger: &Ledger<'_>, plans: &[Plan]) -> Option<Resumed> {
-        let fits = self.agent == ledger.agent.format().name()
-            && self.session == ledger.session_id
-            && self.cwd == ledger.cwd
-            && (1..=ledger.entries.len()).contains(&self.entries);
+        let entries = self.scanned.entries.len();
+        let fits = self.scanned.agent == ledger.agent
+            && self.scanned.session_id == ledger.session_id
+            && self.scanned.cwd == ledger.cwd
+            && (1..=ledger.entries.len()).contains(&entries);
         if !fits || !plans.iter().map(|p| p.entry).is_sorted() {
             return None;
         }
-        let base = Base::of(ledger, self.entries);
-        let first = plans.partition_point(|p| p.entry < self.entries);
+        let base = Base::of(ledger, entries);
+        let first = plans.partition_point(|p| p.entry < entries);
         if !plans[first..]
             .iter()
             .all(|p| !p.fold_event && p.continues(&base))
@@ -130,8 +133,8 @@ impl Midway {
             return None;
         }
         let position = Position {
-            entries: self.entries,
-            bytes: self.bytes,
+            entries,
+            bytes: self.scanned.bytes,
             blocks: ledger.agent.format().resume_blocks(self.blocks)?,
         };
         let builder = self.builder;
@@ -233,11 +236,7 @@ fn build(
     let midway = end.filter(|_| resume.keep).and_then(|end| {
         let builder = final_builder(ledger, plans, &chains, &own)?;
         Some(Midway {
-            agent: ledger.agent.format().name().into(),
-            session: session.into(),
-            cwd: cwd.map(Into::into),
-            entries: end.entries,
-            bytes: end.bytes,
+            scanned: ledger.scanned(end.bytes)?,
             blocks: end.blocks.save(),
             builder: builder.without_lists(),
         })
@@ -943,18 +942,43 @@ mod tests {
         }
     }
 
-    /// [`extract_from`], walking apart or not.
+    /// [`extract_from`], walking apart or not, the ledger scanned on from where `from` ended (as
+    /// a fold does).
     fn extract_from_all(
         source: &FileSource,
         from: Option<Midway>,
         apart: bool,
     ) -> (Vec<FoldIndex>, Option<Midway>) {
-        let ledger = Ledger::scan(source).unwrap();
-        let plans = plans(&ledger, &FINAL).unwrap();
+        let scanned = from.as_ref().map(|from| from.scanned().clone());
+        let ledger = Ledger::scan_on(source, scanned).unwrap();
+        if from.is_some() {
+            let whole = Ledger::scan(source).unwrap();
+            assert_eq!(
+                skeleton(&ledger),
+                skeleton(&whole),
+                "{}",
+                source.0.display()
+            );
+        }
+        extract_scanned(&ledger, from, apart)
+    }
+
+    /// What a first pass found, as JSON.
+    fn skeleton(ledger: &Ledger<'_>) -> serde_json::Value {
+        serde_json::to_value(ledger.scanned(ledger.bytes)).unwrap()
+    }
+
+    /// [`extract_from`] over `ledger`, walking apart or not.
+    fn extract_scanned(
+        ledger: &Ledger<'_>,
+        from: Option<Midway>,
+        apart: bool,
+    ) -> (Vec<FoldIndex>, Option<Midway>) {
+        let plans = plans(ledger, &FINAL).unwrap();
         let mut records = Vec::new();
         let resume = Resume { from, keep: true };
         let cache = FactsCache::default();
-        let midway = build(&ledger, &plans, true, apart, &cache, resume, &mut |r| {
+        let midway = build(ledger, &plans, true, apart, &cache, resume, &mut |r| {
             records.push(read_back(r));
             Ok(())
         })
@@ -1125,7 +1149,7 @@ mod tests {
             let Some(midway) = extract_from_all(source, None, false).1 else {
                 continue;
             };
-            let entries = midway.entries;
+            let entries = midway.scanned().entries.len();
             // Another session of as many entries or more, which the check cannot tell by length.
             let Some((other, other_source)) = fixtures
                 .iter()
@@ -1134,7 +1158,9 @@ mod tests {
                 continue;
             };
             let (all, _) = extract_from_all(other_source, None, false);
-            let (from_other, _) = extract_from_all(other_source, Some(midway), true);
+            // Scanned whole: a fold goes on from a checkpoint of the bytes it read before only.
+            let other_ledger = Ledger::scan(other_source).unwrap();
+            let (from_other, _) = extract_scanned(&other_ledger, Some(midway), true);
             assert_eq!(
                 from_other,
                 all,

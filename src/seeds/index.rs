@@ -317,7 +317,9 @@ fn stage_in(
     put: &mut Put<'_>,
 ) -> Result<Staged> {
     let basis = held.basis.clone();
-    let ledger = Ledger::scan(source)?;
+    // The entries an extraction went on from were scanned then.
+    let scanned = resume.from.as_ref().map(|from| from.scanned().clone());
+    let ledger = Ledger::scan_on(source, scanned)?;
     let mut batcher = Batcher::new(session, held, limit);
     let midway = match ledger.bytes >= extract::apart_bytes() {
         true => extract_batching_apart(&ledger, facts, resume, &mut batcher, put)?,

@@ -2,6 +2,9 @@
 //! of the session grown since by an append walks only the entries appended: a live session is
 //! folded again and again, and walking it whole each time grew with the square of its length.
 //!
+//! It keeps what the ledger's first pass found (the skeleton of its entries) too, so that neither
+//! pass reads the lines before the append again.
+//!
 //! A cache, never a record: `<store>/cache/seed-resume/<session>.json.zst`, not mirrored, none for
 //! an archived session or a small one ([`worth_keeping`]). It keeps no list its final record gives
 //! (spans, files, commands): those come from that record in the index. One that is lost, damaged,
