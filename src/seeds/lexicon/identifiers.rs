@@ -26,9 +26,17 @@ pub fn identifiers<'t>(text: &'t str, mut found: impl FnMut(&'t str)) {
 /// The identifiers of one maximal run of identifier-shaped bytes. A run with no marked byte is a
 /// word, or (36 bytes long) perhaps a uuid of letters.
 pub(super) fn in_run<'t>(run: Run<'t>, found: &mut impl FnMut(&'t str)) {
+    let marked = run.any & class::IDENTIFIER_MARK != 0;
+    if run.any & class::DOT_OR_DASH == 0 {
+        // One piece, and neither a uuid nor a version (most runs).
+        let token = run.text;
+        if marked && (4..=MAX_LEN).contains(&token.len()) && Shape::of(token).is_identifier(token) {
+            found(token);
+        }
+        return;
+    }
     // Trimming takes no marked byte away.
     let token = run.text.trim_matches(['.', '-']);
-    let marked = run.any & class::IDENTIFIER_MARK != 0;
     if (marked || token.len() == 36) && token.len() >= 4 && token.len() <= MAX_LEN {
         classify(token, found);
     }

@@ -19,6 +19,8 @@ pub mod class {
     pub const IDENTIFIER_MARK: u8 = 4;
     /// `/` or `.`: a path-shaped run holding neither is no path.
     pub const PATH_MARK: u8 = 8;
+    /// `.` or `-`: what an identifier-shaped run is trimmed of and cut at.
+    pub const DOT_OR_DASH: u8 = 16;
 }
 
 static CLASSES: [u8; 256] = {
@@ -36,8 +38,8 @@ static CLASSES: [u8; 256] = {
     }
     table[b'_' as usize] = class::IDENTIFIER | class::PATH | class::IDENTIFIER_MARK;
     table[b'$' as usize] = class::IDENTIFIER | class::IDENTIFIER_MARK;
-    table[b'-' as usize] = class::IDENTIFIER | class::PATH;
-    table[b'.' as usize] = class::IDENTIFIER | class::PATH | class::PATH_MARK;
+    table[b'-' as usize] = class::IDENTIFIER | class::PATH | class::DOT_OR_DASH;
+    table[b'.' as usize] = class::IDENTIFIER | class::PATH | class::PATH_MARK | class::DOT_OR_DASH;
     table[b'/' as usize] = class::PATH | class::PATH_MARK;
     table[b'~' as usize] = class::PATH;
     table[b'@' as usize] = class::PATH;
@@ -91,6 +93,10 @@ pub fn tokens<'t>(
     mut path: impl FnMut(&'t str),
 ) {
     runs(text, class::IDENTIFIER | class::PATH, |run| {
+        // A plain word (most runs): neither lexicon's.
+        if run.any & (class::IDENTIFIER_MARK | class::PATH_MARK | class::DOT_OR_DASH) == 0 {
+            return;
+        }
         within(run, class::IDENTIFIER, |run| {
             identifiers::in_run(run, &mut identifier)
         });
