@@ -7,6 +7,7 @@ mod homes;
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 
 use common::Env;
 use homes::{Homes, Placed, json_lines};
@@ -157,15 +158,27 @@ fn overwriting_a_changed_session_keeps_the_original_through_gc() {
     assert!(restored(&env, &[&placed.id], "e") == damaged);
 }
 
+/// The newest generation file of session `id` in `store`.
+fn newest_generation(store: &std::path::Path, id: &str) -> std::path::PathBuf {
+    let dir = store.join("manifests/generations").join(id);
+    let names = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name());
+    dir.join(names.max().unwrap())
+}
+
 #[test]
 fn a_grown_session_folds_without_overwrite_keeping_the_last_three() {
     let (env, _homes, placed) = setup();
     let path = placed.path.to_str().unwrap();
     env.run("ctxfold", ["fold", "--apply", path]).ok();
     let mut versions = vec![placed.bytes.clone()];
+    let manifest = env.store.join(format!("manifests/{}.json", placed.id));
     for turn in 0..5 {
         append(&placed.path, turn);
         versions.push(fs::read(&placed.path).unwrap());
+        let replaced = (
+            fs::read(&manifest).unwrap(),
+            fs::metadata(&manifest).unwrap().ino(),
+        );
         let run = env.run("ctxfold", ["fold", "--apply", path]).ok();
         let line = run.stdout_text();
         assert!(
@@ -173,6 +186,10 @@ fn a_grown_session_folds_without_overwrite_keeping_the_last_three() {
                 && line.contains(&format!("kept as {}@1", placed.id)),
             "{line}"
         );
+        // The generation is the replaced manifest's file itself, kept under its new name.
+        let newest = newest_generation(&env.store, &placed.id);
+        assert_eq!(fs::read(&newest).unwrap(), replaced.0);
+        assert_eq!(fs::metadata(&newest).unwrap().ino(), replaced.1);
     }
     // Three grown generations are kept (each a prefix of the next, so dropping older ones loses
     // nothing): the three versions before the current one, newest first.

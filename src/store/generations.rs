@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::atomic::{sync_parent, write_file};
+use super::atomic::{Pending, sync_parent};
 use super::manifest::{Manifest, Source};
 use super::{Store, check_session_id, create_private_dir, entry_names, remove_if_present};
 use crate::error::{Error, IoContext, Result, Status};
@@ -87,25 +87,27 @@ fn session_dir(store: &Store, id: &str) -> Result<PathBuf> {
 /// version whose source is `next`. Nothing is written when there is no current manifest, when it
 /// records `next` already, or when a generation of the same bytes is kept already (a retried or
 /// concurrent fold). Returns the file written.
+///
+/// The generation is the current manifest's file itself, linked under its new name (a manifest is
+/// never written in place: a fold replaces the file), else a copy; neither is synced: the caller
+/// makes it durable, with the objects of the version replacing it, before that version's manifest
+/// replaces the current one.
 pub fn keep(store: &Store, id: &str, reason: Reason, next: &Source) -> Result<Option<PathBuf>> {
     let dir = session_dir(store, id)?;
     let current_path = store.manifest_path(id);
-    let bytes = match fs::read(&current_path) {
-        Ok(bytes) => bytes,
+    let mut file = match fs::File::open(&current_path) {
+        Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_path("read", &current_path),
+        Err(e) => return Err(e).with_path("open", &current_path),
     };
+    let read = file.metadata().with_path("stat", &current_path)?;
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut file, &mut bytes).with_path("read", &current_path)?;
     let current = Manifest::from_slice(&bytes, &current_path.display().to_string())?;
     if current.source == *next || holds(store, id, &current.source)? {
         return Ok(None);
     }
-    let fresh = !dir.is_dir();
     create_private_dir(&dir)?;
-    if fresh {
-        // The new folder's entry must be as durable as the file in it.
-        sync_parent(&dir)?;
-        sync_parent(&store.generations_dir())?;
-    }
     let name = format!(
         "{}-{}-{}.json",
         timestamp(std::time::SystemTime::now()),
@@ -113,8 +115,24 @@ pub fn keep(store: &Store, id: &str, reason: Reason, next: &Source) -> Result<Op
         &current.source.sha256.to_hex()[..12]
     );
     let target = dir.join(name);
-    write_file(&store.tmp_dir(), ".manifest-", &target, &bytes, false)?;
+    match fs::hard_link(&current_path, &target) {
+        // The file read, unless another fold replaced it meanwhile.
+        Ok(()) if same_file(&target, &read) => return Ok(Some(target)),
+        Ok(()) => remove_if_present(&target)?,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Some(target)),
+        // A filesystem without hard links: a copy.
+        Err(_) => {}
+    }
+    let mut pending = Pending::new_in(&store.tmp_dir(), ".manifest-")?;
+    io::Write::write_all(&mut pending, &bytes).with_path("write", pending.path())?;
+    pending.commit_unsynced(&target)?;
     Ok(Some(target))
+}
+
+/// Whether `path` is the file `read` is the metadata of.
+fn same_file(path: &Path, read: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).is_ok_and(|m| m.dev() == read.dev() && m.ino() == read.ino())
 }
 
 /// Whether a generation of `id` records `source`.
