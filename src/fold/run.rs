@@ -436,26 +436,34 @@ impl Run<'_> {
     /// more parallelism).
     fn commit(&self, mut group: Vec<Pending>, in_worker: bool) -> Result<Vec<Report>> {
         let (store, options) = (self.store, self.options);
-        for Pending { prepared: p, .. } in group.iter_mut() {
-            if let Some(manifest) = p.manifest.as_mut() {
-                fill_stored_bytes(store, manifest)?;
-                // The version this one replaces is kept first, so that no fold loses one.
-                if let Some(reason) = p.keep {
-                    let kept =
-                        generations::keep(store, &manifest.session.id, reason, &manifest.source)?;
-                    p.report.kept = kept.and_then(|path| {
-                        path.strip_prefix(store.root())
-                            .ok()
-                            .map(|rel| rel.display().to_string())
-                    });
+        // Sessions apart, on every core: the last group's commit is what a fold ends waiting on.
+        group
+            .par_iter_mut()
+            .try_for_each(|Pending { prepared: p, .. }| {
+                if let Some(manifest) = p.manifest.as_mut() {
+                    fill_stored_bytes(store, manifest)?;
+                    // The version this one replaces is kept first, so that no fold loses one.
+                    if let Some(reason) = p.keep {
+                        let kept = generations::keep(
+                            store,
+                            &manifest.session.id,
+                            reason,
+                            &manifest.source,
+                        )?;
+                        p.report.kept = kept.and_then(|path| {
+                            path.strip_prefix(store.root())
+                                .ok()
+                                .map(|rel| rel.display().to_string())
+                        });
+                    }
                 }
-            }
-            // What its new objects take: their shares of the blocks they went into.
-            for digest in &p.created {
-                let share = store.odb().stored_bytes(digest)?.unwrap_or(0);
-                p.report.stats.new_stored_bytes += share;
-            }
-        }
+                // What its new objects take: their shares of the blocks they went into.
+                for digest in &p.created {
+                    let share = store.odb().stored_bytes(digest)?.unwrap_or(0);
+                    p.report.stats.new_stored_bytes += share;
+                }
+                Ok::<_, Error>(())
+            })?;
         let manifests: Vec<(&Manifest, bool)> = group
             .iter()
             .filter_map(|Pending { prepared: p, .. }| {

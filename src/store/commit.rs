@@ -7,6 +7,8 @@
 //! that the parts were hashed as they were written, checks every object is present, and writes a
 //! group of manifests behind one durability barrier.
 
+use rayon::prelude::*;
+
 use super::Store;
 use super::atomic::{Committed, Pending, sync_dir, sync_parent};
 use super::manifest::Manifest;
@@ -37,13 +39,13 @@ impl Store {
     /// by one `syncfs`, renamed into place, and the folder fsynced once. Returns one result per
     /// manifest, in order: one refused leaves the others committed.
     pub fn commit_group(&self, manifests: &[(&Manifest, bool)]) -> Result<Vec<Result<()>>> {
-        let mut staged = Vec::new();
-        for &(manifest, overwrite) in manifests {
-            let staging = self
-                .checked(manifest, overwrite)
-                .and_then(|()| self.pending_manifest(manifest));
-            staged.push(staging.map_err(|e| not_committed(e, manifest)));
-        }
+        let staged: Vec<Result<Pending>> = (manifests.par_iter())
+            .map(|&(manifest, overwrite)| {
+                self.checked(manifest, overwrite)
+                    .and_then(|()| self.pending_manifest(manifest))
+                    .map_err(|e| not_committed(e, manifest))
+            })
+            .collect();
         // One barrier for the group: the temp files' bytes are durable before any is renamed.
         if staged.iter().any(Result::is_ok) {
             self.odb().sync()?;
