@@ -1343,3 +1343,59 @@ fn a_fold_with_seeds_indexes_what_a_fold_without_left_unindexed_in(env: Env, hom
     let human = env.run("ctxfold", ["fold", "--apply", "--no-seeds"]).ok();
     assert!(!human.stdout_text().contains("indexed:"));
 }
+
+#[test]
+fn a_pi_sessions_title_is_read_when_it_is_folded_and_follows_what_is_appended() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    // The second Pi session: its title is its first user message, and it holds no session_info.
+    let placed = (homes.sessions.iter())
+        .filter(|s| s.path.starts_with(&homes.pi))
+        .nth(1)
+        .unwrap();
+    let path = placed.path.to_str().unwrap();
+    let manifest = env.store.join(format!("manifests/{}.json", placed.id));
+    let title = || -> serde_json::Value {
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+        manifest["session"]["title"].clone()
+    };
+    let append = |line: &str| {
+        let mut file = fs::OpenOptions::new().append(true).open(path).unwrap();
+        writeln!(file, "{line}").unwrap();
+    };
+    env.run("ctxfold", ["fold", "--apply", path]).ok();
+    assert_eq!(title(), homes.set.titles[1]);
+    // Named, renamed, the name cleared: each fold of it grown gives the title the whole file has.
+    for (line, expected) in [
+        (
+            r#"{"type":"session_info","id":"t1","name":"Named once"}"#,
+            "Named once",
+        ),
+        (
+            r#"{"type":"message","id":"t2","message":{"role":"user","content":"a later ask"}}"#,
+            "Named once",
+        ),
+        (
+            r#"{"type":"session_info","id":"t3","name":"Named again"}"#,
+            "Named again",
+        ),
+        (r#"{"type":"session_info","id":"t4"}"#, homes.set.titles[1]),
+    ] {
+        append(line);
+        let run = env.run("ctxfold", ["fold", "--apply", "--json", path]).ok();
+        assert_eq!(json_lines(&run.stdout)[0]["state"], "grown");
+        assert_eq!(title(), expected, "after {line}");
+        let listed = env.run("ctxfold-list-sessions", [path]).ok();
+        assert_eq!(json_lines(&listed.stdout)[0]["title"], expected);
+    }
+    // Only the appended lines are read for it: a title planted in the folded version stays while
+    // they say nothing of one.
+    let mut planted: serde_json::Value =
+        serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    planted["session"]["title"] = "Planted".into();
+    fs::write(&manifest, serde_json::to_vec(&planted).unwrap()).unwrap();
+    append(r#"{"type":"message","id":"t5","message":{"role":"user","content":"more"}}"#);
+    env.run("ctxfold", ["fold", "--apply", path]).ok();
+    assert_eq!(title(), "Planted");
+}

@@ -117,8 +117,17 @@ pub trait Format: Sync {
     /// agent names its files.
     fn id_from_name<'n>(&self, stem: &'n str) -> Option<&'n str>;
 
-    /// What discovery reads past the first line of the sessions of the agent whose home is `home`.
-    fn describer<'h>(&self, home: &'h Path) -> Box<dyn Describe + 'h>;
+    /// What discovery reads past the first line of the sessions of the agent whose home is `home`;
+    /// a title that takes reading the whole file is left for later when `titles` says so.
+    fn describer<'h>(&self, home: &'h Path, titles: Titles) -> Box<dyn Describe + 'h>;
+
+    /// The title of the session at `path`, which its describer left for later
+    /// ([`Described::title_later`]); `grown`: the title its first bytes had, and how many they are,
+    /// when the lines after them were appended since (they may be all that need reading).
+    fn title_later(&self, path: &Path, grown: Option<(Option<&str>, u64)>) -> Option<String> {
+        let _ = (path, grown);
+        None
+    }
 
     /// Where restore puts session `id` recorded at `rollout_path` (whose components are `parts`,
     /// each a plain name): its path relative to the agent's home, when `rollout_path` ends exactly
@@ -174,11 +183,21 @@ pub enum Mark {
     Compaction { tokens_before: Option<u64> },
 }
 
+/// When discovery reads a title that takes reading the whole file: a fold needs it only of the
+/// sessions it folds, and most are up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Titles {
+    Now,
+    Later,
+}
+
 /// What discovery learns of a session file past its first line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Described {
     /// The title, as the agent shows it.
     pub title: Option<String>,
+    /// The title is left for [`Format::title_later`] (asked for with [`Titles::Later`]).
+    pub title_later: bool,
     /// The cwd, when the first line did not say it.
     pub cwd: Option<String>,
     /// Whether the session is being written (`None`: as the folder it is in says).

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::agents::Homes;
+use crate::agents::{Homes, Titles};
 use crate::cli::human::{bytes, count, path};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::{AgentArgs, LevelArgs, SettingsArgs, report_discovery};
@@ -15,7 +15,7 @@ use crate::fold::merges::Merges;
 use crate::fold::run::{Progress, fold_all};
 use crate::fold::{Action, Options, Removal, Report};
 use crate::interrupt::Interrupt;
-use crate::sources::{Discovery, discover};
+use crate::sources::{Discovery, discover_titled};
 use crate::store::Store;
 use crate::store::lock::Mode as LockMode;
 use crate::store::writer::WriteStats;
@@ -165,7 +165,8 @@ impl Command for FoldArgs {
         // A bad --level is a usage error before anything is searched, not a failure per session.
         crate::odb::codec::check_level(self.level.level)?;
         let homes = Homes::from_env()?;
-        let mut discovery = discover(&homes, &self.paths, &self.agent.agents);
+        // Titles read whole are read of the sessions folded only.
+        let mut discovery = discover_titled(&homes, &self.paths, &self.agent.agents, Titles::Later);
         if !self.force {
             refuse_opaque(&mut discovery);
         }

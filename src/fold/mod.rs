@@ -247,6 +247,7 @@ fn prepare_into(
     let report = &mut prepared.report;
     report.state = Some(State::New);
     let mut grown_from = None;
+    let mut title_before = None;
     if let Some(manifest) = existing_manifest(store, id, options.overwrite)? {
         // A grown source is segmented again from its folded last part on (see `segment_source`).
         let reused = (manifest.settings.same_segmentation(&options.settings))
@@ -268,6 +269,7 @@ fn prepare_into(
                 return Ok(());
             }
             State::Grown => {
+                title_before = Some((manifest.session.title.clone(), manifest.source.bytes));
                 prepared.keep = Some(Reason::Grown);
                 prepared.grown_from = Some(manifest.source);
                 if reused.is_some() {
@@ -287,7 +289,9 @@ fn prepare_into(
             }
         }
     }
-    let manifest = segment_source(store, found, options, sink, claimed, prepared, grown_from)?;
+    let mut manifest = segment_source(store, found, options, sink, claimed, prepared, grown_from)?;
+    let grown = (title_before.as_ref()).map(|(title, bytes)| (title.as_deref(), *bytes));
+    manifest.session.title = found.title(grown);
     test_hook_after_read(path);
     let report = &mut prepared.report;
     let change = match Stamp::of_present(path)? {

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::agents::lines::for_each_line;
-use crate::agents::{Agent, Describe, Homes, Tree};
+use crate::agents::{Agent, Describe, Homes, Titles, Tree};
 use crate::error::{Error, IoContext, Result};
 use crate::store::check_session_id;
 use crate::store::manifest::Session;
@@ -29,6 +29,20 @@ pub struct Found {
     /// The file that is read: for a Codex archive, the `.jsonl.zst` (whose decompressed bytes are
     /// folded, and whose `rollout_path` is the plain `.jsonl` beside it, where Codex looks).
     pub path: PathBuf,
+    /// Its title is not read yet ([`Titles::Later`]): [`Found::title`] reads it.
+    #[serde(skip)]
+    pub title_later: bool,
+}
+
+impl Found {
+    /// Its title, read now if discovery left it for later; `grown`: the title its first bytes
+    /// had, and how many they are, when the lines after them were appended since.
+    pub fn title(&self, grown: Option<(Option<&str>, u64)>) -> Option<String> {
+        match (self.title_later, self.agent) {
+            (true, Some(agent)) => agent.format().title_later(&self.path, grown),
+            _ => self.session.title.clone(),
+        }
+    }
 }
 
 /// A context-fold seed index found beside Pi sessions: `context-fold/<session-id>/seed-index.jsonl`.
@@ -61,6 +75,17 @@ struct Candidate {
 /// Find sessions: under the agents' homes when `paths` is empty, else in the files and folders
 /// named; only those of `agents` when it names any.
 pub fn discover(homes: &Homes, paths: &[PathBuf], agents: &[Agent]) -> Discovery {
+    discover_titled(homes, paths, agents, Titles::Now)
+}
+
+/// [`discover`], reading the titles that take a whole file now or leaving them for later
+/// ([`Found::title_later`]).
+pub fn discover_titled(
+    homes: &Homes,
+    paths: &[PathBuf],
+    agents: &[Agent],
+    titles: Titles,
+) -> Discovery {
     let mut found = Discovery::default();
     let mut candidates = Vec::new();
     let wanted = |agent: &Agent| agents.is_empty() || agents.contains(agent);
@@ -97,7 +122,7 @@ pub fn discover(homes: &Homes, paths: &[PathBuf], agents: &[Agent]) -> Discovery
 
     let describers: HashMap<Agent, Box<dyn Describe + '_>> = Agent::ALL
         .iter()
-        .map(|&agent| (agent, agent.format().describer(homes.of(agent))))
+        .map(|&agent| (agent, agent.format().describer(homes.of(agent), titles)))
         .collect();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     // Reading titles can mean reading whole files (Pi's session_info may come last): in parallel.
@@ -268,6 +293,7 @@ fn describe(
         },
         agent,
         path: path.clone(),
+        title_later: described.title_later,
     })
 }
 

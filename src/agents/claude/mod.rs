@@ -31,7 +31,7 @@ use serde_json::value::RawValue;
 
 use super::json::{self, Scratch};
 use super::place::shaped;
-use super::{Describe, Format, Meta, Tree};
+use super::{Describe, Format, Meta, Titles, Tree};
 use crate::ledger::{Block, Entry};
 
 pub use titles::ACTIVE_WINDOW;
@@ -110,7 +110,7 @@ impl Format for Claude {
         is_session_stem(stem).then_some(stem)
     }
 
-    fn describer<'h>(&self, home: &'h Path) -> Box<dyn Describe + 'h> {
+    fn describer<'h>(&self, home: &'h Path, _: Titles) -> Box<dyn Describe + 'h> {
         Box::new(titles::Describer::new(home))
     }
 

@@ -77,6 +77,7 @@ impl Describe for Describer<'_> {
             title: titled.title,
             cwd: titled.cwd,
             active: Some(self.active(id, path)),
+            ..Described::default()
         }
     }
 }

@@ -108,7 +108,7 @@ impl Format for Codex {
         parse_stem(stem).map(|(_, id)| id)
     }
 
-    fn describer<'h>(&self, home: &'h Path) -> Box<dyn Describe + 'h> {
+    fn describer<'h>(&self, home: &'h Path, _: super::Titles) -> Box<dyn Describe + 'h> {
         Box::new(titles::Titles::new(home))
     }
 

@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use super::json::{self, Scratch};
 use super::lines::{MAX_META_LINE, for_each_line, title_line};
 use super::place::shaped;
-use super::{Describe, Described, Format, Mark, Meta, Tree};
+use super::{Describe, Described, Format, Mark, Meta, Titles, Tree};
 use crate::ledger::{Block, Entry};
 
 /// Pi coding agent sessions.
@@ -81,8 +81,18 @@ impl Format for Pi {
         (shaped(time, TIME_SHAPE) && !id.is_empty()).then_some(id)
     }
 
-    fn describer<'h>(&self, _home: &'h Path) -> Box<dyn Describe + 'h> {
-        Box::new(PiTitles)
+    fn describer<'h>(&self, _home: &'h Path, titles: Titles) -> Box<dyn Describe + 'h> {
+        Box::new(PiTitles(titles))
+    }
+
+    fn title_later(&self, path: &Path, grown: Option<(Option<&str>, u64)>) -> Option<String> {
+        if let Some((before, bytes)) = grown
+            && let Ok(Some(mut appended)) = crate::input::open_at(path, bytes)
+            && let Some(title) = title_after(before, &mut appended)
+        {
+            return title;
+        }
+        title(&mut crate::input::open(path).ok()?)
     }
 
     /// `…/sessions/--<cwd>--/<time>_<id>.jsonl`.
@@ -121,8 +131,8 @@ impl Format for Pi {
     }
 }
 
-/// Titles from the session itself.
-struct PiTitles;
+/// Titles from the session itself: its whole file, so read now or left for later.
+struct PiTitles(Titles);
 
 impl Describe for PiTitles {
     fn describe(
@@ -132,9 +142,15 @@ impl Describe for PiTitles {
         _first: &[u8],
         rest: &mut dyn BufRead,
     ) -> Described {
-        Described {
-            title: title(rest),
-            ..Described::default()
+        match self.0 {
+            Titles::Now => Described {
+                title: title(rest),
+                ..Described::default()
+            },
+            Titles::Later => Described {
+                title_later: true,
+                ..Described::default()
+            },
         }
     }
 }
@@ -142,31 +158,61 @@ impl Describe for PiTitles {
 /// The last `session_info` name (an entry without one clears it), else the first message from a
 /// person.
 fn title(rest: &mut dyn BufRead) -> Option<String> {
-    let mut name: Option<String> = None;
-    let mut first_user: Option<String> = None;
-    let _ = for_each_line(rest, MAX_META_LINE, |line| {
-        let info = memmem::find(line, b"\"session_info\"").is_some();
-        let user = first_user.is_none() && memmem::find(line, b"\"user\"").is_some();
-        if !(info || user) {
-            return true;
-        }
-        let mut scratch = Scratch::default();
-        let Some(entry) = json::parse::<lines::Line<'_>>(line, &mut scratch) else {
-            return true;
-        };
-        let entry = entry.value;
-        match entry.kind.as_deref() {
-            Some("session_info") => name = entry.name.as_deref().and_then(title_line),
-            Some("message") if first_user.is_none() => {
-                if let Some(text) = entry.message.and_then(|m| m.user_text()) {
-                    first_user = title_line(&text);
-                }
+    let found = TitleLines::read(rest);
+    found.name.flatten().or(found.first_user)
+}
+
+/// The title of a session whose first bytes had the title `before`, from the lines appended to
+/// them (`appended`): `None` when those clear its name, which leaves its first message from a
+/// person, wherever it is.
+fn title_after(before: Option<&str>, appended: &mut dyn BufRead) -> Option<Option<String>> {
+    let found = TitleLines::read(appended);
+    match found.name {
+        Some(Some(name)) => Some(Some(name)),
+        Some(None) => None,
+        // A name given before is still the name; else the first message from a person is
+        // before's, if it had one.
+        None => Some(before.map(String::from).or(found.first_user)),
+    }
+}
+
+/// What lines say of a title.
+#[derive(Default)]
+struct TitleLines {
+    /// The last `session_info`'s name, if there is one (`Some(None)`: it cleared the name).
+    name: Option<Option<String>>,
+    first_user: Option<String>,
+}
+
+impl TitleLines {
+    fn read(lines: &mut dyn BufRead) -> Self {
+        let mut found = Self::default();
+        let _ = for_each_line(lines, MAX_META_LINE, |line| {
+            let info = memmem::find(line, b"\"session_info\"").is_some();
+            let user = found.first_user.is_none() && memmem::find(line, b"\"user\"").is_some();
+            if !(info || user) {
+                return true;
             }
-            _ => {}
-        }
-        true
-    });
-    name.or(first_user)
+            let mut scratch = Scratch::default();
+            let Some(entry) = json::parse::<lines::Line<'_>>(line, &mut scratch) else {
+                return true;
+            };
+            let entry = entry.value;
+            match entry.kind.as_deref() {
+                Some("session_info") => {
+                    found.name = Some(entry.name.as_deref().and_then(title_line))
+                }
+                Some("message") if found.first_user.is_none() => {
+                    if let Some(text) = entry.message.and_then(|m| m.user_text()) {
+                        found.first_user = title_line(&text);
+                    }
+                }
+                _ => {}
+            }
+            true
+        });
+        found
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +235,44 @@ mod tests {
         );
         let plain = r#"{"type":"message","message":{"role":"user","content":"plain text"}}"#;
         assert_eq!(title(plain), Some("plain text".into()));
+    }
+
+    #[test]
+    fn the_title_of_a_grown_session_comes_from_its_appended_lines_and_its_title_before() {
+        let user = r#"{"type":"message","id":"a","message":{"role":"user","content":[{"type":"text","text":"hello there"}]}}"#;
+        let later_user =
+            r#"{"type":"message","id":"d","message":{"role":"user","content":"later"}}"#;
+        let info = r#"{"type":"session_info","id":"b","name":"Named"}"#;
+        let cleared = r#"{"type":"session_info","id":"c"}"#;
+        let after = |before: Option<&str>, appended: &str| {
+            super::title_after(before, &mut appended.as_bytes())
+        };
+        // Whatever the title before, the lines appended agree with the whole file's title.
+        for (first, appended) in [
+            (user, info),
+            (info, later_user),
+            (user, later_user),
+            (info, cleared),
+            ("{}", later_user),
+            (user, ""),
+        ] {
+            let whole = title(&format!(
+                "{first}
+{appended}
+"
+            ));
+            match after(
+                title(first).as_deref(),
+                &format!(
+                    "{appended}
+"
+                ),
+            ) {
+                Some(title) => assert_eq!(title, whole, "{first} + {appended}"),
+                // Cleared: only the whole file can tell.
+                None => assert_eq!(appended, cleared),
+            }
+        }
     }
 
     #[test]
