@@ -256,18 +256,8 @@ mod tests {
             ("{}", later_user),
             (user, ""),
         ] {
-            let whole = title(&format!(
-                "{first}
-{appended}
-"
-            ));
-            match after(
-                title(first).as_deref(),
-                &format!(
-                    "{appended}
-"
-                ),
-            ) {
+            let whole = title(&format!("{first}\n{appended}\n"));
+            match after(title(first).as_deref(), &format!("{appended}\n")) {
                 Some(title) => assert_eq!(title, whole, "{first} + {appended}"),
                 // Cleared: only the whole file can tell.
                 None => assert_eq!(appended, cleared),
