@@ -229,7 +229,9 @@ text = "\n".join(
         "zstd -3:  zstd -3 -c FILE > FILE.zst per file, 2 at a time (Codex's .zst archives copied as they are); zstd -d per file",
         "tar|zstd: tar -cf - codex-home pi-agent | zstd -19 --long=31 -T2; zstd -d --long=31 | tar -x",
         "grow:     gen-corpus --grow 10%, then ctxfold fold --apply, restic backup again, borg create ::two",
+        "          (each with the grown corpus read into the page cache first, as it was for the first backups)",
         "timing:   /usr/bin/time -f '%e %U %S %M' (wall, user + sys, peak RSS of the largest process); bytes: du -s --block-size=1",
+        "          every step ends with sync; every restore writes to a folder whose blocks were written and freed before",
         "```",
         "",
     ]
