@@ -28,21 +28,10 @@ use crate::agents::{Agent, Blocks, json};
 use crate::error::{Error, Result};
 use source::Lines;
 
-/// What a first pass found in a ledger's first `bytes` (whole lines): a pass over the ledger grown
-/// by an append since goes on from there ([`Ledger::scan_on`]).
+/// What a first pass found in a ledger's first `bytes`: a pass over the ledger grown by an append
+/// since goes on from there ([`Ledger::scan_on`]).
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Scanned {
-    pub agent: Agent,
-    pub session_id: String,
-    pub cwd: Option<String>,
-    pub entries: Vec<Entry>,
-    pub unparseable: u64,
-    pub bytes: u64,
-}
-
-/// A ledger after its first pass.
-pub struct Ledger<'s> {
-    source: &'s dyn Source,
     pub agent: Agent,
     pub session_id: String,
     pub cwd: Option<String>,
@@ -51,6 +40,20 @@ pub struct Ledger<'s> {
     pub unparseable: u64,
     /// The bytes read.
     pub bytes: u64,
+}
+
+/// A ledger after its first pass: what it found, and where to read it again.
+pub struct Ledger<'s> {
+    source: &'s dyn Source,
+    scanned: Scanned,
+}
+
+impl std::ops::Deref for Ledger<'_> {
+    type Target = Scanned;
+
+    fn deref(&self) -> &Scanned {
+        &self.scanned
+    }
 }
 
 /// One entry of the second pass, with its blocks as the ledger holds them.
@@ -147,28 +150,21 @@ impl Ledger<'_> {
                 ),
             )
         })?;
-        Ok(Ledger {
-            source,
+        let scanned = Scanned {
             agent,
             session_id,
             cwd,
             entries,
             unparseable,
             bytes: lines.bytes(),
-        })
+        };
+        Ok(Ledger { source, scanned })
     }
 
     /// What this scan found, for a scan of the ledger grown by an append to go on from; `None`
     /// unless it read whole lines only, `bytes` of them.
     pub fn scanned(&self, bytes: u64) -> Option<Scanned> {
-        (self.bytes == bytes).then(|| Scanned {
-            agent: self.agent,
-            session_id: self.session_id.clone(),
-            cwd: self.cwd.clone(),
-            entries: self.entries.clone(),
-            unparseable: self.unparseable,
-            bytes,
-        })
+        (self.bytes == bytes).then(|| self.scanned.clone())
     }
 
     /// The entry whose id is `id` (Pi), or the 1-based position `id` among parsed entries.
