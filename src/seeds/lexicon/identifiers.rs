@@ -30,7 +30,7 @@ pub(super) fn in_run<'t>(run: Run<'t>, found: &mut impl FnMut(&'t str)) {
     if run.any & class::DOT_OR_DASH == 0 {
         // One piece, and neither a uuid nor a version (most runs).
         let token = run.text;
-        if marked && (4..=MAX_LEN).contains(&token.len()) && Shape::of(token).is_identifier(token) {
+        if marked && token.len() <= MAX_LEN && is_identifier_piece(token) {
             found(token);
         }
         return;
@@ -47,10 +47,15 @@ fn classify<'t>(token: &'t str, found: &mut impl FnMut(&'t str)) {
         return found(token);
     }
     for piece in token.split(['.', '-']) {
-        if piece.len() >= 4 && Shape::of(piece).is_identifier(piece) {
+        if is_identifier_piece(piece) {
             found(piece);
         }
     }
+}
+
+/// Whether a piece of a token (cut at `.` and `-`) is a hex id, a number or a symbol.
+fn is_identifier_piece(piece: &str) -> bool {
+    piece.len() >= 4 && Shape::of(piece).is_identifier(piece)
 }
 
 fn is_uuid(t: &str) -> bool {
