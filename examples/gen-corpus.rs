@@ -884,6 +884,8 @@ fn pi_turn(s: &mut Sess<'_>, projects: &mut [Project], parent: &mut String) {
         .to_vec();
         s.out.extend_from_slice(&line);
         s.out.push(b'\n');
+        // Pi chains the next entry to the compaction: it is on the branch, not beside it.
+        *parent = last_entry_id(&s.out);
     }
 }
 
@@ -1036,10 +1038,12 @@ fn generate(seed: u64, size: u64, out: &Path) -> io::Result<()> {
             let mut parent_id = String::new();
             pi_header(&mut s, &id, parent.as_ref().map(|p| p.0.as_str()));
             if let Some((_, bytes, ..)) = &parent {
-                // A fork re-writes the parent's entries (after its header) up to some point.
+                // A fork re-writes the parent's entries (after its header) up to some point, and
+                // goes on from the last of them.
                 let body = &bytes[memchr_nl(bytes) + 1..];
                 let cut = cut_at_line(body, s.rng.below(body.len() as u64 + 1) as usize);
                 s.out.extend_from_slice(&body[..cut]);
+                parent_id = last_entry_id(&body[..cut]);
             }
             while (s.out.len() as u64) < target {
                 pi_turn(&mut s, &mut projects, &mut parent_id);
@@ -1105,6 +1109,20 @@ fn memchr_nl(bytes: &[u8]) -> usize {
         .iter()
         .position(|&b| b == b'\n')
         .unwrap_or(bytes.len().saturating_sub(1))
+}
+
+/// The `id` of the last line of `lines` (a Pi entry's), or "" when it has none (a header, nothing).
+fn last_entry_id(lines: &[u8]) -> String {
+    let last = lines
+        .trim_ascii_end()
+        .rsplit(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
+    serde_json::from_slice::<serde_json::Value>(last)
+        .ok()
+        .filter(|line| line["type"] != "session")
+        .and_then(|line| line["id"].as_str().map(String::from))
+        .unwrap_or_default()
 }
 
 /// The end of the line holding byte `at` (a whole number of lines).
@@ -1182,7 +1200,11 @@ fn grow(seed: u64, percent: u64, out: &Path) -> io::Result<()> {
             turns: 0,
         };
         let target = s.rng.log_range(100_000, 6 << 20).min(goal - added + 50_000);
-        let mut parent = String::new();
+        // New turns go on from the session's leaf, its last entry, as Pi appends them.
+        let mut parent = match pi {
+            true => last_entry_id(&fs::read(&path)?),
+            false => String::new(),
+        };
         while (s.out.len() as u64) < target {
             if pi {
                 pi_turn(&mut s, &mut projects, &mut parent)
