@@ -10,7 +10,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::SystemTime;
 
 use super::Stored;
@@ -26,7 +26,14 @@ pub(super) struct Loose {
     tmp: PathBuf,
     /// Which `objects/<2 hex>/` directories this handle (and its clones) has made sure exist.
     fans_created: Arc<[AtomicBool; 256]>,
+    /// Whether the store may hold loose objects (see [`Loose::may_hold_any`]).
+    held: Arc<AtomicU8>,
 }
+
+/// [`Loose::held`]'s states.
+const HELD_UNKNOWN: u8 = 0;
+const HELD_NONE: u8 = 1;
+const HELD_SOME: u8 = 2;
 
 /// A loose object file's size and mtime (gc's grace period counts from the mtime).
 pub(super) struct Stat {
@@ -40,7 +47,33 @@ impl Loose {
             dir,
             tmp,
             fans_created: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
+            held: Arc::new(AtomicU8::new(HELD_UNKNOWN)),
         }
+    }
+
+    /// Whether there may be loose objects: the store held some at the first look, or this handle
+    /// (or a clone) has written one since. A writer that only dedupes asks this before looking
+    /// for each new object's file: a store whose objects are all packed has none to find.
+    /// Another process's loose object written after the first look is not seen.
+    pub fn may_hold_any(&self) -> Result<bool> {
+        let held = match self.held.load(Ordering::Relaxed) {
+            HELD_UNKNOWN => {
+                let held = match self.list()?.next() {
+                    Some(_) => HELD_SOME,
+                    None => HELD_NONE,
+                };
+                // A write since the look has said SOME: it stays.
+                let _ = (self.held).compare_exchange(
+                    HELD_UNKNOWN,
+                    held,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                self.held.load(Ordering::Relaxed)
+            }
+            held => held,
+        };
+        Ok(held != HELD_NONE)
     }
 
     pub fn dir(&self) -> &Path {
@@ -143,8 +176,10 @@ impl Loose {
         Ok((digest, raw_bytes, stored))
     }
 
-    /// `objects/<2 hex>/`, created once per handle rather than checked once per object.
+    /// `objects/<2 hex>/`, created once per handle rather than checked once per object. Every
+    /// write comes here first: the store holds loose objects from then on.
     fn create_fan_out_dir(&self, digest: &Digest) -> Result<()> {
+        self.held.store(HELD_SOME, Ordering::Relaxed);
         let fan = &self.fans_created[usize::from(digest.as_bytes()[0])];
         if !fan.load(Ordering::Relaxed) {
             let path = self.path(digest);

@@ -61,6 +61,14 @@ pub struct Found {
     pub stored_bytes: u64,
 }
 
+/// Where a lookup looks (see [`Odb::reuse_unwritten`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Everywhere,
+    /// Not in the packs this handle wrote, nor among loose files where there are none.
+    NotWritten,
+}
+
 /// One entry of [`Odb::list`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listed {
@@ -138,29 +146,48 @@ impl Odb {
     /// Where `digest` is and what it takes on disk, or `None` when the store lacks it. Packs that
     /// appeared since this handle listed them are not seen (see [`Odb::read`]).
     pub fn locate(&self, digest: &Digest) -> Result<Option<Found>> {
-        if let Some((member, at)) = self.packs.find(digest)? {
+        Ok(self
+            .locate_in(digest, Scope::Everywhere)?
+            .map(|(found, _)| found))
+    }
+
+    /// [`Odb::locate`] within `scope`, with the pack member found in.
+    fn locate_in(
+        &self,
+        digest: &Digest,
+        scope: Scope,
+    ) -> Result<Option<(Found, Option<Arc<Member>>)>> {
+        let packed = match scope {
+            Scope::Everywhere => self.packs.find(digest)?,
+            Scope::NotWritten => self.packs.find_not_written(digest)?,
+        };
+        if let Some((member, at)) = packed {
             let block = member.pack.block(at.block)?;
             // A packed object's share of its block, rounded up: what `ls` and `stats` add up.
             let share = (u128::from(block.stored_bytes) * u128::from(at.raw_bytes))
                 .div_ceil(u128::from(block.raw_bytes.max(1))) as u64;
-            return Ok(Some(Found {
+            let found = Found {
                 place: Place::Pack(*member.pack.name()),
                 stored_bytes: share,
-            }));
+            };
+            return Ok(Some((found, Some(member))));
         }
-        if let Some(stat) = self.loose.stat(digest)? {
-            return Ok(Some(Found {
+        let loose = scope == Scope::Everywhere || self.loose.may_hold_any()?;
+        if loose && let Some(stat) = self.loose.stat(digest)? {
+            let found = Found {
                 place: Place::Loose,
                 stored_bytes: stat.stored_bytes,
-            }));
+            };
+            return Ok(Some((found, None)));
         }
         if let Some(generation) = self.codexfold()
             && generation.find(digest)?.is_some()
         {
-            return Ok(Some(Found {
+            let found = Found {
                 place: Place::Codexfold,
                 stored_bytes: 0,
-            }));
+            };
+            return Ok(Some((found, None)));
         }
         Ok(None)
     }
@@ -184,17 +211,27 @@ impl Odb {
     /// A writer about to name `digest` in a manifest without writing it again: where it is, with
     /// its loose file or its pack touched, so that gc's grace period counts from this use.
     pub fn reuse(&self, digest: &Digest) -> Result<Option<Found>> {
-        let found = self.locate(digest)?;
-        match found.map(|f| f.place) {
-            Some(Place::Pack(_)) => {
-                if let Some((member, _)) = self.packs.find(digest)? {
-                    member.touch();
-                }
-            }
-            Some(Place::Loose) => self.loose.touch(digest)?,
-            Some(Place::Codexfold) | None => {}
+        self.reuse_in(digest, Scope::Everywhere)
+    }
+
+    /// [`Odb::reuse`] for a writer that remembers every object it packed through this handle (a
+    /// fold's claims): the packs this handle wrote are not searched, nor loose files in a store
+    /// that has none (see [`loose::Loose::may_hold_any`]). What else those packs hold (seed
+    /// batches) is not deduplicated against.
+    pub fn reuse_unwritten(&self, digest: &Digest) -> Result<Option<Found>> {
+        self.reuse_in(digest, Scope::NotWritten)
+    }
+
+    fn reuse_in(&self, digest: &Digest, scope: Scope) -> Result<Option<Found>> {
+        let Some((found, member)) = self.locate_in(digest, scope)? else {
+            return Ok(None);
+        };
+        match (member, found.place) {
+            (Some(member), _) => member.touch(),
+            (None, Place::Loose) => self.loose.touch(digest)?,
+            (None, _) => {}
         }
-        Ok(found)
+        Ok(Some(found))
     }
 
     /// When an unreferenced loose object was last written or reused, and its size: what gc
@@ -272,7 +309,7 @@ impl Odb {
     pub fn commit_pack(&self, writer: PackWriter) -> Result<Option<PackInfo>> {
         let info = writer.finish(self.packs.dir())?;
         if let Some(info) = &info {
-            self.packs.add(&info.name)?;
+            self.packs.add(&info.name, true)?;
         }
         Ok(info)
     }
@@ -284,7 +321,7 @@ impl Odb {
 
     /// Open the pack `name`, which must be in place, and add it to the packs this handle reads.
     pub fn open_pack(&self, name: &Digest) -> Result<Arc<Member>> {
-        self.packs.add(name)?;
+        self.packs.add(name, false)?;
         self.packs
             .members()?
             .into_iter()
@@ -610,6 +647,39 @@ mod tests {
         assert_eq!(err.to_string(), format!("object {d} is missing"));
         // A handle that had the pack open keeps reading it (its files stay open, as in git).
         assert_eq!(other.read_to_vec(&d, None).unwrap(), objects[7]);
+    }
+
+    #[test]
+    fn a_writer_remembering_its_packs_is_found_only_what_others_stored() {
+        let (_dir, odb) = odb();
+        let mut enc = Encoder::new(3).unwrap();
+        let (packed, loose, later) = (b"packed".repeat(9), b"loose".repeat(9), b"later".repeat(9));
+        let mut writer = odb.pack_writer(PackOptions::default()).unwrap();
+        writer.add(&Digest::of(&packed), &packed).unwrap();
+        let info = odb.commit_pack(writer).unwrap().unwrap();
+        // The pack this handle wrote is passed over; another handle lists it, and finds it there.
+        assert_eq!(odb.reuse_unwritten(&Digest::of(&packed)).unwrap(), None);
+        let found = odb.reuse(&Digest::of(&packed)).unwrap().unwrap();
+        assert_eq!(found.place, Place::Pack(info.name));
+        let other = Odb::at(&odb.root);
+        assert_eq!(
+            other.reuse_unwritten(&Digest::of(&packed)).unwrap(),
+            Some(found)
+        );
+        // No loose object at the first look: none is looked for, until this handle writes one.
+        assert_eq!(other.reuse_unwritten(&Digest::of(&loose)).unwrap(), None);
+        odb.put(&Digest::of(&loose), &loose, &mut enc).unwrap();
+        assert_eq!(other.reuse_unwritten(&Digest::of(&loose)).unwrap(), None);
+        assert!(other.reuse(&Digest::of(&loose)).unwrap().is_some());
+        other.put(&Digest::of(&later), &later, &mut enc).unwrap();
+        for d in [Digest::of(&loose), Digest::of(&later)] {
+            let found = other.reuse_unwritten(&d).unwrap().unwrap();
+            assert_eq!(found.place, Place::Loose);
+        }
+        // A handle whose first look finds loose objects looks for each.
+        let third = Odb::at(&odb.root);
+        let found = third.reuse_unwritten(&Digest::of(&loose)).unwrap().unwrap();
+        assert_eq!(found.place, Place::Loose);
     }
 
     #[test]

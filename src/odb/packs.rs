@@ -15,10 +15,12 @@ use super::pack::{self, BlockCache, DEFAULT_CACHE_BYTES, Location, Pack};
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 
-/// One open pack, and whether this handle has refreshed its mtime yet.
+/// One open pack, whether this handle has refreshed its mtime yet, and whether this handle
+/// wrote it (see [`PackSet::add`]).
 pub struct Member {
     pub pack: Pack,
     touched: AtomicBool,
+    written: AtomicBool,
 }
 
 impl Member {
@@ -102,6 +104,20 @@ impl PackSet {
 
     /// The pack holding `digest`, and where, among the packs open now.
     pub fn find(&self, digest: &Digest) -> Result<Option<(Arc<Member>, Location)>> {
+        self.search(digest, false)
+    }
+
+    /// [`find`](Self::find) among the packs this handle did not write: what a writer that
+    /// remembers every object it packed still has to look for.
+    pub fn find_not_written(&self, digest: &Digest) -> Result<Option<(Arc<Member>, Location)>> {
+        self.search(digest, true)
+    }
+
+    fn search(
+        &self,
+        digest: &Digest,
+        pass_written: bool,
+    ) -> Result<Option<(Arc<Member>, Location)>> {
         self.load()?;
         let state = self.read_state();
         let members = &state.members;
@@ -110,6 +126,7 @@ impl PackSet {
         let found = std::iter::once(hint)
             .filter(|&at| at < members.len())
             .chain((0..members.len()).filter(|&at| at != hint))
+            .filter(|&at| !(pass_written && members[at].written.load(Ordering::Relaxed)))
             .find_map(|at| members[at].pack.find(digest).map(|location| (at, location)));
         Ok(found.map(|(at, location)| {
             self.last_found.store(at, Ordering::Relaxed);
@@ -140,16 +157,24 @@ impl PackSet {
         Ok(kept != before || state.members.len() + state.broken.len() != kept)
     }
 
-    /// Add a pack this process has just put in place.
-    pub fn add(&self, name: &Digest) -> Result<()> {
+    /// Add a pack this process has just put in place, `written` by this handle or taken from
+    /// elsewhere.
+    pub fn add(&self, name: &Digest, written: bool) -> Result<()> {
         self.load()?;
         let mut state = self.write_state();
-        if !state.members.iter().any(|m| m.pack.name() == name) {
-            let pack = Pack::open(&self.dir, name)?.with_cache(self.cache.clone());
-            state.members.push(Arc::new(Member {
-                pack,
-                touched: AtomicBool::new(true),
-            }));
+        match state.members.iter().find(|m| m.pack.name() == name) {
+            // Listed between its rename and now (the first look at the folder, a refresh).
+            Some(member) => {
+                member.written.fetch_or(written, Ordering::Relaxed);
+            }
+            None => {
+                let pack = Pack::open(&self.dir, name)?.with_cache(self.cache.clone());
+                state.members.push(Arc::new(Member {
+                    pack,
+                    touched: AtomicBool::new(true),
+                    written: AtomicBool::new(written),
+                }));
+            }
         }
         Ok(())
     }
@@ -173,6 +198,7 @@ impl PackSet {
             Ok(pack) => state.members.push(Arc::new(Member {
                 pack: pack.with_cache(self.cache.clone()),
                 touched: AtomicBool::new(false),
+                written: AtomicBool::new(false),
             })),
             Err(e) => state.broken.push((*name, e.to_string())),
         }

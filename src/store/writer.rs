@@ -22,8 +22,8 @@ pub enum Mode<'a> {
     /// session it measures, so that what they would dedupe against each other is counted as such.
     DryRun(&'a Odb, &'a mut Encoder, &'a Mutex<HashSet<Digest>>),
     /// Add every part the store does not hold to the pack being written. `pending` holds what the
-    /// run's other packs (not yet committed) already hold: one copy each, and the run commits every
-    /// pack before any manifest.
+    /// run's packs hold, committed or not (only the run writes packs through the store's handle):
+    /// one copy each, and the run commits every pack before any manifest.
     Pack(&'a Odb, &'a mut PackWriter, &'a Mutex<HashSet<Digest>>),
 }
 
@@ -138,9 +138,13 @@ impl<F: FnMut(Part) -> Result<()>> PartSink for PartWriter<'_, F> {
         let (stored_bytes, created) = match &mut self.mode {
             Mode::HashOnly => (0, false),
             Mode::Pack(odb, writer, pending) => {
-                if writer.contains(&sha256) {
+                // What the run packed is named without a look in its packs (its share is
+                // recorded once they are committed); only the rest of the store is searched.
+                if writer.contains(&sha256)
+                    || pending.lock().expect("never poisoned").contains(&sha256)
+                {
                     (0, false)
-                } else if let Some(found) = odb.reuse(&sha256)? {
+                } else if let Some(found) = odb.reuse_unwritten(&sha256)? {
                     (found.stored_bytes, false)
                 } else if !pending.lock().expect("never poisoned").insert(sha256) {
                     (0, false)
