@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -745,7 +746,8 @@ impl ErrorPicker {
 
 #[derive(Default, Clone, Serialize, Deserialize)]
 struct IdentifierPicker {
-    candidates: Map<String, IdentifierCandidate>,
+    /// Most identifiers are short: kept inline, a look-up finds the token where its entry is.
+    candidates: Map<CompactString, IdentifierCandidate>,
 }
 
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -794,11 +796,11 @@ impl IdentifierPicker {
             large,
             last: order,
         };
-        self.candidates.insert(token.to_string(), candidate);
+        self.candidates.insert(token.into(), candidate);
         true
     }
 
-    fn ranked(&self) -> Vec<(&String, &IdentifierCandidate)> {
+    fn ranked(&self) -> Vec<(&CompactString, &IdentifierCandidate)> {
         let mut all: Vec<_> = self.candidates.iter().collect();
         // From large tool outputs first, then rarer, longer, more recent; the token breaks ties.
         all.sort_by(|(a, x), (b, y)| {
@@ -813,7 +815,7 @@ impl IdentifierPicker {
     }
 
     fn prune(&mut self, keep: usize) {
-        let kept: HashSet<String> = self
+        let kept: HashSet<CompactString> = self
             .ranked()
             .into_iter()
             .take(keep)
@@ -826,7 +828,7 @@ impl IdentifierPicker {
         self.ranked()
             .into_iter()
             .take(MAX_IDENTIFIERS)
-            .map(|(t, _)| t.clone())
+            .map(|(t, _)| t.to_string())
             .collect()
     }
 }
