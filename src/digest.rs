@@ -376,14 +376,6 @@ impl<R: BufRead> HashingReader<R> {
         self.seen.clone()
     }
 
-    /// A reader of the bytes after those `so_far` saw, hashing as if it had read them too.
-    pub fn going_on(inner: R, so_far: SoFar) -> Self {
-        Self {
-            inner,
-            seen: so_far,
-        }
-    }
-
     pub fn finish(self) -> Hashed {
         let hasher = &self.seen.hasher;
         Hashed {
@@ -396,17 +388,26 @@ impl<R: BufRead> HashingReader<R> {
 }
 
 impl<R: BufRead> FingerprintingReader<R> {
-    /// A reader of the bytes after those `seen` saw.
-    pub fn going_on(inner: R, seen: Fingerprinter) -> Self {
-        Self { inner, seen }
-    }
-
     pub fn fingerprint(&self) -> Fingerprint {
         self.seen.fingerprint()
     }
 }
 
+/// Both see every byte, in turn.
+impl<A: Sees, B: Sees> Sees for (A, B) {
+    fn see(&mut self, bytes: &[u8]) {
+        self.0.see(bytes);
+        self.1.see(bytes);
+    }
+}
+
 impl<R, S> Seeing<R, S> {
+    /// A reader showing what is consumed through it to `seen`, which may have seen the bytes
+    /// before them: a reader of the bytes after them goes on hashing as if it had read them too.
+    pub fn going_on(inner: R, seen: S) -> Self {
+        Self { inner, seen }
+    }
+
     /// The reader, where this one stopped, and what saw the bytes consumed.
     pub fn into_parts(self) -> (R, S) {
         (self.inner, self.seen)

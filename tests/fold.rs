@@ -802,17 +802,22 @@ fn a_grown_session_hashed_on_from_its_midstate_folds_as_one_hashed_whole_in(
 }
 
 #[test]
-fn seeds_extracted_alongside_a_fold_are_those_extracted_after_it() {
-    homes::each_set(seeds_extracted_alongside_a_fold_are_those_extracted_after_it_in);
+fn seeds_extracted_alongside_a_fold_or_after_it_from_its_file_are_those_from_the_bytes_it_kept() {
+    homes::each_set(seeds_extracted_alongside_a_fold_or_after_it_from_its_file_in);
 }
 
-fn seeds_extracted_alongside_a_fold_are_those_extracted_after_it_in(mut env: Env, homes: Homes) {
+fn seeds_extracted_alongside_a_fold_or_after_it_from_its_file_in(mut env: Env, homes: Homes) {
     let after = env.path("after");
     let fold = |env: &Env, store: &Path| {
         let store = store.to_str().unwrap();
         env.run("ctxfold", ["fold", "--apply", "--quiet", "--store", store])
     };
     fold(&env, &after).ok();
+    // Nothing kept of what the fold read: the seed passes read each file again, checked.
+    let read_again = env.path("read-again");
+    env.set("CTXFOLD_TEST_KEEP_BYTES", "0");
+    fold(&env, &read_again).ok();
+    env.set("CTXFOLD_TEST_KEEP_BYTES", u64::MAX.to_string());
     // Every session large enough to be extracted while it is segmented, each folded alone (one
     // left when a fold takes it), its records in several batches (those the extraction makes go
     // into a pack of its own).
@@ -832,13 +837,11 @@ fn seeds_extracted_alongside_a_fold_are_those_extracted_after_it_in(mut env: Env
         "several batches a session"
     );
     for placed in &homes.sessions {
-        let index = env.stored_seed_index(&env.store, &placed.id);
-        assert_eq!(
-            index,
-            env.stored_seed_index(&after, &placed.id),
-            "{}",
-            placed.id
-        );
+        let index = env.stored_seed_index(&after, &placed.id);
+        for store in [&env.store, &read_again] {
+            let other = env.stored_seed_index(store, &placed.id);
+            assert_eq!(index, other, "{} in {}", placed.id, store.display());
+        }
     }
     let fsck = env.run("ctxfold", ["fsck", "--full"]).ok();
     assert!(

@@ -29,10 +29,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::{
-    Digest, Fingerprint, Fingerprinter, FingerprintingReader, HashingReader, Midstate, SoFar,
-};
+use crate::digest::{Digest, Fingerprint, Fingerprinter, HashingReader, Midstate, Seeing, SoFar};
 use crate::error::{Error, Result, Status};
+use crate::ledger::{Keeper, Kept};
 use crate::odb::Encoder;
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
@@ -167,6 +166,17 @@ pub struct Prepared {
     /// The fingerprint of the bytes read before the ones segmented (a session grown since it was
     /// folded): the seed index's pass need not read them again.
     pub known: Option<Fingerprinter>,
+    /// The bytes segmented, when they are few enough to keep for the seed passes ([`KEEP_BYTES`]).
+    pub kept: Option<Kept>,
+}
+
+/// The bytes a fold reads of a session are kept in memory for its seed passes, which read them
+/// twice more, up to this many: one read of the file, not three, for most sessions.
+pub const KEEP_BYTES: u64 = 16 << 20;
+
+/// [`KEEP_BYTES`], which tests change (see [`crate::test_sizes`]).
+fn keep_bytes() -> u64 {
+    crate::test_sizes::size("CTXFOLD_TEST_KEEP_BYTES", KEEP_BYTES)
 }
 
 /// What earlier folds left to spare this one reading sources: the stamp cache and the midstates.
@@ -218,6 +228,7 @@ pub fn prepare(
         grown_from: None,
         before_last: None,
         known: None,
+        kept: None,
     };
     if let Err(e) = prepare_into(store, found, options, caches, sink, claimed, &mut prepared) {
         prepared.report.fail(&e);
@@ -380,6 +391,8 @@ fn segment_source(
         None => (Vec::new(), 0, None, None),
     };
     let odb = store.odb();
+    // A fold's seed passes follow it (see `Run::extract_seeds`).
+    let seeds_follow = matches!(sink, Sink::Pack(_)) && options.seeds && found.agent.is_some();
     let mode = match sink {
         Sink::Pack(writer) => Mode::Pack(odb, writer, claimed),
         Sink::Measure(encoder) => Mode::DryRun(odb, encoder, claimed),
@@ -406,7 +419,11 @@ fn segment_source(
     // as read on; the reader only fingerprints it, which tells the two are the same bytes.
     let known = read_before.hasher().fingerprinter();
     prepared.known = Some(known.clone()).filter(|known| known.bytes() > 0);
-    let mut input = FingerprintingReader::going_on(rest, known);
+    let keeper = match seeds_follow {
+        true => Keeper::new(known.bytes(), keep_bytes()),
+        false => Keeper::off(),
+    };
+    let mut input = Seeing::going_on(rest, (known, keeper));
     let mut writer = PartWriter::new(mode, |part| {
         parts.push(part);
         Ok(())
@@ -419,7 +436,9 @@ fn segment_source(
     report.stats = written.stats;
     prepared.created = written.created;
     prepared.before_last = written.before_last;
-    let read = input.fingerprint();
+    let (_, (seen, keeper)) = input.into_parts();
+    let read = seen.fingerprint();
+    prepared.kept = keeper.kept();
     check_parts(read, written.fingerprint, &report.path)?;
     report.source_bytes = read.bytes;
     prepared.read = Some(read);

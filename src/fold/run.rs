@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use super::{Action, Caches, Options, Prepared, Removal, Report, Sink, prepare};
 use crate::digest::Digest;
 use crate::error::{Cause, Error, Result};
-use crate::ledger::{AlongsideFile, FoldedFile};
+use crate::ledger::{AlongsideFile, FoldedFile, Kept};
 use crate::odb::Encoder;
 use crate::odb::pack::PackWriter;
 use crate::seeds::catalog::{Batch, Catalog};
@@ -201,10 +201,12 @@ impl Run<'_> {
                 continue;
             };
             let mut prepared = prepared;
+            // What the fold kept for the seed passes goes no further than them.
+            let kept = prepared.kept.take();
             let settled = alongside.and_then(|a| self.settle_alongside(a, found, &prepared));
             let seeds = match settled {
                 Some(seeds) => seeds,
-                None => self.extract_seeds(found, &mut prepared, full),
+                None => self.extract_seeds(found, &mut prepared, kept, full),
             };
             pending.push(Pending {
                 prepared,
@@ -229,6 +231,7 @@ impl Run<'_> {
         &self,
         found: &Found,
         prepared: &mut Prepared,
+        kept: Option<Kept>,
         pack: &mut PackWriter,
     ) -> Seeds {
         // Seeds are defined for agent sessions; any other JSONL file is folded without them.
@@ -245,6 +248,7 @@ impl Run<'_> {
             path: found.path.clone(),
             read,
             known: prepared.known.take(),
+            kept,
         };
         let session = &manifest.session.id;
         // A grown session's walk goes on from where its last one ended.

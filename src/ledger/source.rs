@@ -48,6 +48,60 @@ pub struct FoldedFile {
     /// since it was folded): a pass going on after them starts there, its fingerprint going on
     /// from this one, and never reads them again.
     pub known: Option<Fingerprinter>,
+    /// The bytes the fold read, when it kept them: passes from where they start read them
+    /// there, neither from the file nor checked (they are the bytes read).
+    pub kept: Option<Kept>,
+}
+
+/// The bytes a fold read of a session, from `from` on (its end), kept in memory.
+pub struct Kept {
+    from: u64,
+    bytes: Vec<u8>,
+}
+
+/// Gathers a [`Kept`] from what a fold reads, giving up once they are more than `limit` bytes:
+/// a session's seed passes read it twice more, and a small one is best read from memory.
+pub struct Keeper {
+    from: u64,
+    bytes: Option<Vec<u8>>,
+    limit: usize,
+}
+
+impl Keeper {
+    /// A keeper of the bytes read from `from` on.
+    pub fn new(from: u64, limit: u64) -> Self {
+        Self {
+            from,
+            bytes: Some(Vec::new()),
+            limit: usize::try_from(limit).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// A keeper that keeps nothing.
+    pub fn off() -> Self {
+        Self {
+            from: 0,
+            bytes: None,
+            limit: 0,
+        }
+    }
+
+    /// What was read, unless it was more than the limit.
+    pub fn kept(self) -> Option<Kept> {
+        let from = self.from;
+        self.bytes.map(|bytes| Kept { from, bytes })
+    }
+}
+
+impl crate::digest::Sees for Keeper {
+    fn see(&mut self, seen: &[u8]) {
+        if let Some(bytes) = &mut self.bytes {
+            match bytes.len() + seen.len() <= self.limit {
+                true => bytes.extend_from_slice(seen),
+                false => self.bytes = None,
+            }
+        }
+    }
 }
 
 impl FoldedFile {
@@ -62,9 +116,15 @@ impl FoldedFile {
 
 impl Source for FoldedFile {
     fn open(&self) -> Result<Box<dyn BufRead + '_>> {
-        Ok(self.reading(crate::input::open(&self.path)?, Fingerprinter::default()))
+        match &self.kept {
+            Some(kept) if kept.from == 0 => Ok(Box::new(&kept.bytes[..])),
+            _ => Ok(self.reading(crate::input::open(&self.path)?, Fingerprinter::default())),
+        }
     }
     fn open_from(&self, at: u64) -> Result<(Box<dyn BufRead + '_>, u64)> {
+        if let Some(kept) = self.kept.as_ref().filter(|k| k.from <= at) {
+            return Ok((Box::new(&kept.bytes[..]), kept.from));
+        }
         if let Some(known) = self.known.as_ref().filter(|k| k.bytes() <= at)
             && let Some(reader) = crate::input::open_at(&self.path, known.bytes())?
         {
@@ -292,6 +352,7 @@ impl<'a> Lines<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::digest::Sees;
 
     /// Bytes read through a tiny buffer, so that lines span refills.
     struct Bytes(&'static [u8], usize);
@@ -305,7 +366,7 @@ mod tests {
         }
     }
 
-    fn lines(source: &Bytes) -> Vec<String> {
+    fn lines(source: &dyn Source) -> Vec<String> {
         let mut lines = Lines::new(source).unwrap();
         let mut out = Vec::new();
         while let Some(line) = lines.next_line().unwrap() {
@@ -356,6 +417,7 @@ mod tests {
             path: path.clone(),
             read: whole.fingerprint(),
             known,
+            kept: None,
         };
         let rest = |file: &FoldedFile, from: u64| -> Result<Vec<Vec<u8>>> {
             let mut lines = Lines::after(file, from)?.expect("long enough");
@@ -383,6 +445,51 @@ mod tests {
         );
         // Nor is a fingerprint of more bytes than skipped used.
         assert!(rest(&file(Some(known)), 0).is_err());
+    }
+
+    #[test]
+    fn bytes_a_fold_kept_are_read_from_memory_and_only_as_many_as_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let (before, after) = (&b"{\"a\":1}\n"[..], &b"{\"b\":2}\n"[..]);
+        let keep = |from: u64, limit: u64, reads: &[&[u8]]| {
+            let mut keeper = Keeper::new(from, limit);
+            reads.iter().for_each(|read| keeper.see(read));
+            keeper.kept()
+        };
+        assert!(keep(0, 15, &[before, after]).is_none(), "one byte more");
+        assert!(Keeper::off().kept().is_none());
+        // The file on disk holds other bytes now: the passes read what the fold read.
+        std::fs::write(&path, b"{\"A\":9}\n{\"B\":8}\n").unwrap();
+        let mut whole = Fingerprinter::default();
+        whole.update(&[before, after].concat());
+        let file = |kept: Option<Kept>| FoldedFile {
+            path: path.clone(),
+            read: whole.fingerprint(),
+            known: None,
+            kept,
+        };
+        let all = file(keep(0, 16, &[before, after]));
+        assert_eq!(lines(&all), ["{\"a\":1}", "{\"b\":2}"]);
+        let mut lines_after = Lines::after(&all, 8).unwrap().unwrap();
+        assert_eq!(lines_after.next_line().unwrap(), Some(&b"{\"b\":2}"[..]));
+        // Kept from the 8th byte on (a grown session's appended bytes): a pass from there reads
+        // them; one from the start reads the file, and finds it changed.
+        let appended = file(keep(8, 16, &[after]));
+        let mut lines_after = Lines::after(&appended, 8).unwrap().unwrap();
+        assert_eq!(lines_after.next_line().unwrap(), Some(&b"{\"b\":2}"[..]));
+        assert_eq!(lines_after.bytes(), 16);
+        let mut from_start = Lines::new(&appended).unwrap();
+        let changed =
+            std::iter::from_fn(|| from_start.next_line().map(|l| l.map(drop)).transpose())
+                .collect::<Result<Vec<()>>>()
+                .unwrap_err();
+        assert!(
+            changed
+                .to_string()
+                .contains("no longer holds the folded bytes"),
+            "{changed}"
+        );
     }
 
     #[test]
