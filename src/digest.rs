@@ -393,14 +393,6 @@ impl<R: BufRead> FingerprintingReader<R> {
     }
 }
 
-/// Both see every byte, in turn.
-impl<A: Sees, B: Sees> Sees for (A, B) {
-    fn see(&mut self, bytes: &[u8]) {
-        self.0.see(bytes);
-        self.1.see(bytes);
-    }
-}
-
 impl<R, S> Seeing<R, S> {
     /// A reader showing what is consumed through it to `seen`, which may have seen the bytes
     /// before them: a reader of the bytes after them goes on hashing as if it had read them too.

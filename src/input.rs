@@ -63,6 +63,31 @@ pub fn skip(input: &mut dyn BufRead, mut bytes: u64, what: &str) -> Result<bool>
     Ok(true)
 }
 
+/// The rest of `input` in memory when it is at most `limit` bytes; else `None`, and `input` reads
+/// the same bytes as before (those read already, then the rest). `size`, when known, is how many
+/// there are: more than `limit` are not read at all, and the buffer is made to fit.
+pub fn read_small(
+    input: &mut Box<dyn BufRead + Send>,
+    limit: u64,
+    size: Option<u64>,
+    what: &str,
+) -> Result<Option<Vec<u8>>> {
+    if size.is_some_and(|size| size > limit) {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(size.map_or(0, |size| size as usize));
+    (&mut **input)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .context(|| format!("read {what}"))?;
+    if bytes.len() as u64 <= limit {
+        return Ok(Some(bytes));
+    }
+    let rest = std::mem::replace(input, Box::new(std::io::empty()));
+    *input = Box::new(std::io::Cursor::new(bytes).chain(rest));
+    Ok(None)
+}
+
 /// Whether `path` reads as JSON Lines: its first line that is not blank is a JSON object (an
 /// empty file passes). What every agent writes; a text note, a binary or `/etc/hostname` does not.
 pub fn is_json_lines(path: &Path) -> Result<bool> {
@@ -86,6 +111,36 @@ pub fn is_json_lines(path: &Path) -> Result<bool> {
 mod tests {
     use super::*;
     use std::io::Read;
+
+    #[test]
+    fn small_inputs_are_read_whole_and_larger_ones_read_on_as_they_were() {
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let reader = |capacity| -> Box<dyn BufRead + Send> {
+            Box::new(BufReader::with_capacity(
+                capacity,
+                std::io::Cursor::new(bytes.clone()),
+            ))
+        };
+        for (limit, size) in [
+            (1000, None),
+            (1000, Some(1000)),
+            (5000, Some(10)),
+            (u64::MAX, None),
+        ] {
+            let mut input = reader(7);
+            let whole = read_small(&mut input, limit, size, "t").unwrap();
+            assert_eq!(whole.as_deref(), Some(&bytes[..]), "{limit} {size:?}");
+            assert!(input.fill_buf().unwrap().is_empty());
+        }
+        // More than the limit, or said to be: the reader gives every byte still.
+        for (limit, size) in [(999, None), (0, None), (999, Some(1000))] {
+            let mut input = reader(7);
+            assert_eq!(read_small(&mut input, limit, size, "t").unwrap(), None);
+            let mut all = Vec::new();
+            input.read_to_end(&mut all).unwrap();
+            assert_eq!(all, bytes, "{limit} {size:?}");
+        }
+    }
 
     #[test]
     fn zst_files_read_as_their_decompressed_bytes() {

@@ -25,13 +25,16 @@ pub mod stamp;
 pub mod stamps;
 
 use std::collections::HashSet;
+use std::io::BufRead;
 use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::digest::{Digest, Fingerprint, Fingerprinter, HashingReader, Midstate, Seeing, SoFar};
+use crate::digest::{
+    Digest, Fingerprint, Fingerprinter, FingerprintingReader, HashingReader, Midstate, SoFar,
+};
 use crate::error::{Error, Result, Status};
-use crate::ledger::{Keeper, Kept};
+use crate::ledger::Kept;
 use crate::odb::Encoder;
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
@@ -401,7 +404,7 @@ fn segment_source(
         Some(_) => crate::input::open_at(&found.path, reused)?,
         None => None,
     };
-    let (rest, read_before) = match (rest, read_before) {
+    let (mut rest, read_before) = match (rest, read_before) {
         (Some(rest), Some(read_before)) => (rest, read_before),
         _ => {
             let mark = folded.map(|source| source.bytes);
@@ -419,11 +422,21 @@ fn segment_source(
     // as read on; the reader only fingerprints it, which tells the two are the same bytes.
     let known = read_before.hasher().fingerprinter();
     prepared.known = Some(known.clone()).filter(|known| known.bytes() > 0);
-    let keeper = match seeds_follow {
-        true => Keeper::new(known.bytes(), keep_bytes()),
-        false => Keeper::off(),
+    let from = known.bytes();
+    let whole = match seeds_follow {
+        true => {
+            let size = (prepared.stamp.as_ref())
+                .filter(|_| !crate::input::is_zstd(&found.path))
+                .map(|stamp| stamp.size.saturating_sub(from));
+            crate::input::read_small(&mut rest, keep_bytes(), size, &report.path)?
+        }
+        false => None,
     };
-    let mut input = Seeing::going_on(rest, (known, keeper));
+    let rest: Box<dyn BufRead + Send + '_> = match &whole {
+        Some(bytes) => Box::new(&bytes[..]),
+        None => rest,
+    };
+    let mut input = FingerprintingReader::going_on(rest, known);
     let mut writer = PartWriter::new(mode, |part| {
         parts.push(part);
         Ok(())
@@ -436,9 +449,9 @@ fn segment_source(
     report.stats = written.stats;
     prepared.created = written.created;
     prepared.before_last = written.before_last;
-    let (_, (seen, keeper)) = input.into_parts();
-    let read = seen.fingerprint();
-    prepared.kept = keeper.kept();
+    let read = input.fingerprint();
+    drop(input);
+    prepared.kept = whole.map(|bytes| Kept::new(from, bytes));
     check_parts(read, written.fingerprint, &report.path)?;
     report.source_bytes = read.bytes;
     prepared.read = Some(read);

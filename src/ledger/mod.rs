@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use block::{Block, BlockKind, Call, Outcome};
 pub use entry::{Entry, EntryKind};
-pub use source::{AlongsideFile, FileSource, FoldedFile, Keeper, Kept, Source, StoreSource};
+pub use source::{AlongsideFile, FileSource, FoldedFile, Kept, Source, StoreSource};
 pub use stream::Stream;
 
 use crate::agents::{Agent, Blocks, json};

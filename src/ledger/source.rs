@@ -59,48 +59,9 @@ pub struct Kept {
     bytes: Vec<u8>,
 }
 
-/// Gathers a [`Kept`] from what a fold reads, giving up once they are more than `limit` bytes:
-/// a session's seed passes read it twice more, and a small one is best read from memory.
-pub struct Keeper {
-    from: u64,
-    bytes: Option<Vec<u8>>,
-    limit: usize,
-}
-
-impl Keeper {
-    /// A keeper of the bytes read from `from` on.
-    pub fn new(from: u64, limit: u64) -> Self {
-        Self {
-            from,
-            bytes: Some(Vec::new()),
-            limit: usize::try_from(limit).unwrap_or(usize::MAX),
-        }
-    }
-
-    /// A keeper that keeps nothing.
-    pub fn off() -> Self {
-        Self {
-            from: 0,
-            bytes: None,
-            limit: 0,
-        }
-    }
-
-    /// What was read, unless it was more than the limit.
-    pub fn kept(self) -> Option<Kept> {
-        let from = self.from;
-        self.bytes.map(|bytes| Kept { from, bytes })
-    }
-}
-
-impl crate::digest::Sees for Keeper {
-    fn see(&mut self, seen: &[u8]) {
-        if let Some(bytes) = &mut self.bytes {
-            match bytes.len() + seen.len() <= self.limit {
-                true => bytes.extend_from_slice(seen),
-                false => self.bytes = None,
-            }
-        }
+impl Kept {
+    pub fn new(from: u64, bytes: Vec<u8>) -> Self {
+        Self { from, bytes }
     }
 }
 
@@ -352,7 +313,6 @@ impl<'a> Lines<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::Sees;
 
     /// Bytes read through a tiny buffer, so that lines span refills.
     struct Bytes(&'static [u8], usize);
@@ -448,34 +408,27 @@ mod tests {
     }
 
     #[test]
-    fn bytes_a_fold_kept_are_read_from_memory_and_only_as_many_as_the_limit() {
+    fn bytes_a_fold_kept_are_read_from_memory() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let (before, after) = (&b"{\"a\":1}\n"[..], &b"{\"b\":2}\n"[..]);
-        let keep = |from: u64, limit: u64, reads: &[&[u8]]| {
-            let mut keeper = Keeper::new(from, limit);
-            reads.iter().for_each(|read| keeper.see(read));
-            keeper.kept()
-        };
-        assert!(keep(0, 15, &[before, after]).is_none(), "one byte more");
-        assert!(Keeper::off().kept().is_none());
         // The file on disk holds other bytes now: the passes read what the fold read.
         std::fs::write(&path, b"{\"A\":9}\n{\"B\":8}\n").unwrap();
         let mut whole = Fingerprinter::default();
         whole.update(&[before, after].concat());
-        let file = |kept: Option<Kept>| FoldedFile {
+        let file = |kept: Kept| FoldedFile {
             path: path.clone(),
             read: whole.fingerprint(),
             known: None,
-            kept,
+            kept: Some(kept),
         };
-        let all = file(keep(0, 16, &[before, after]));
+        let all = file(Kept::new(0, [before, after].concat()));
         assert_eq!(lines(&all), ["{\"a\":1}", "{\"b\":2}"]);
         let mut lines_after = Lines::after(&all, 8).unwrap().unwrap();
         assert_eq!(lines_after.next_line().unwrap(), Some(&b"{\"b\":2}"[..]));
         // Kept from the 8th byte on (a grown session's appended bytes): a pass from there reads
         // them; one from the start reads the file, and finds it changed.
-        let appended = file(keep(8, 16, &[after]));
+        let appended = file(Kept::new(8, after.to_vec()));
         let mut lines_after = Lines::after(&appended, 8).unwrap().unwrap();
         assert_eq!(lines_after.next_line().unwrap(), Some(&b"{\"b\":2}"[..]));
         assert_eq!(lines_after.bytes(), 16);
