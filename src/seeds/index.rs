@@ -218,7 +218,7 @@ struct Batcher {
     /// A batch is handed on once it holds this many bytes ([`BATCH_BYTES`]).
     limit: usize,
     seq: u64,
-    lines: Vec<u8>,
+    lines: String,
     count: usize,
     /// The batches handed on, with how many records each holds.
     batches: Vec<(Batch, usize)>,
@@ -233,7 +233,7 @@ impl Batcher {
             limit,
             seq: held.last_seq.max(STORE_SEQ_BASE),
             held,
-            lines: Vec::new(),
+            lines: String::new(),
             count: 0,
             batches: Vec::new(),
             identity: None,
@@ -248,13 +248,15 @@ impl Batcher {
             return Ok(());
         }
         self.seq += 1;
-        let line = FoldIndex::numbered(&unnumbered, self.seq);
+        let start = self.lines.len();
+        FoldIndex::push_numbered(&unnumbered, self.seq, &mut self.lines);
         // What the index holds once the batches are listed.
         self.held.records.insert(identity);
-        self.held.lines.insert(Digest::of(line.as_bytes()));
+        self.held
+            .lines
+            .insert(Digest::of(self.lines[start..].as_bytes()));
         self.held.last_seq = self.seq;
-        self.lines.extend_from_slice(line.as_bytes());
-        self.lines.push(b'\n');
+        self.lines.push('\n');
         self.count += 1;
         if self.lines.len() >= self.limit {
             let bytes = self.seal();
@@ -266,7 +268,7 @@ impl Batcher {
 
     /// The lines so far as a batch, listed last in `batches`: its bytes.
     fn seal(&mut self) -> Vec<u8> {
-        let bytes = std::mem::take(&mut self.lines);
+        let bytes = std::mem::take(&mut self.lines).into_bytes();
         let batch = Batch {
             session: self.session.clone(),
             object: Digest::of(&bytes),

@@ -2,6 +2,8 @@
 //! Reading keeps every field it does not know (`extra`) so that writing a record back loses nothing;
 //! `errors` and `commands` stay JSON values because v3 writes them as objects.
 
+use std::fmt::Write as _;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -128,15 +130,20 @@ impl FoldIndex {
     /// from `unnumbered`, the line it writes with seq 0: a long session's records are large
     /// (each re-lists every earlier span), and one is wanted of both lines.
     pub fn numbered(unnumbered: &str, seq: u64) -> String {
+        let mut line = String::with_capacity(unnumbered.len() + 20);
+        Self::push_numbered(unnumbered, seq, &mut line);
+        line
+    }
+
+    /// [`numbered`](Self::numbered), written at the end of `out` (a batch of lines).
+    pub fn push_numbered(unnumbered: &str, seq: u64, out: &mut String) {
         // `seq` is written after `v`, `kind`, `harness` and `session`, and within a string a quote
         // is always escaped: the first `,"seq":0,` is the field.
         const ZERO: &str = ",\"seq\":0,";
         let at = unnumbered.find(ZERO).expect("a line with seq 0") + ZERO.len() - 2;
-        let mut line = String::with_capacity(unnumbered.len() + 20);
-        line.push_str(&unnumbered[..at]);
-        line.push_str(&seq.to_string());
-        line.push_str(&unnumbered[at + 1..]);
-        line
+        out.push_str(&unnumbered[..at]);
+        write!(out, "{seq}").expect("a String takes every write");
+        out.push_str(&unnumbered[at + 1..]);
     }
 }
 
@@ -186,6 +193,9 @@ mod tests {
             for seq in [0, 1, 9, 10, 1_000_000_007, u64::MAX] {
                 record.seq = seq;
                 assert_eq!(FoldIndex::numbered(&unnumbered, seq), record.to_line());
+                let mut batch = String::from("{}\n");
+                FoldIndex::push_numbered(&unnumbered, seq, &mut batch);
+                assert_eq!(batch, format!("{{}}\n{}", record.to_line()));
             }
         }
     }
