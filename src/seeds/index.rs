@@ -126,8 +126,6 @@ pub struct Held {
     /// re-list every earlier span, and holding them whole would hold its index twice.
     records: HashSet<Digest>,
     last_seq: u64,
-    /// Every line, by its sha256 (without its `\n`).
-    lines: HashSet<Digest>,
 }
 
 impl Held {
@@ -151,25 +149,11 @@ impl Held {
             basis: catalog.of(session).map(|b| b.object).collect(),
             ..Held::default()
         };
-        let mut line = Vec::new();
-        read_parts(store, catalog, session, &mut |reader, what| {
-            loop {
-                line.clear();
-                if reader
-                    .read_until(b'\n', &mut line)
-                    .context(|| format!("read {what}"))?
-                    == 0
-                {
-                    return Ok(());
-                }
-                held.line(line.strip_suffix(b"\n").unwrap_or(&line));
-            }
-        })?;
+        each_line(store, catalog, session, &mut |line| held.line(line))?;
         Ok(held)
     }
 
     fn line(&mut self, line: &[u8]) {
-        self.lines.insert(Digest::of(line));
         // Most lines are records: parsed as one first, they are parsed once.
         let seq = match serde_json::from_slice::<FoldIndex>(line) {
             Ok(mut record) => {
@@ -186,6 +170,30 @@ impl Held {
         };
         self.last_seq = self.last_seq.max(seq);
     }
+}
+
+/// Each line of `session`'s index, without its `\n`.
+fn each_line(
+    store: &Store,
+    catalog: &Catalog,
+    session: &str,
+    each: &mut dyn FnMut(&[u8]),
+) -> Result<()> {
+    let mut line = Vec::new();
+    read_parts(store, catalog, session, &mut |reader, what| {
+        loop {
+            line.clear();
+            if reader
+                .read_until(b'\n', &mut line)
+                .context(|| format!("read {what}"))?
+                == 0
+            {
+                return Ok(());
+            }
+            each(line.strip_suffix(b"\n").unwrap_or(&line));
+        }
+    })
+    .map(drop)
 }
 
 /// Whether `catalog` lists exactly the batches `basis` names for `session`.
@@ -248,13 +256,9 @@ impl Batcher {
             return Ok(());
         }
         self.seq += 1;
-        let start = self.lines.len();
         FoldIndex::push_numbered(&unnumbered, self.seq, &mut self.lines);
         // What the index holds once the batches are listed.
         self.held.records.insert(identity);
-        self.held
-            .lines
-            .insert(Digest::of(self.lines[start..].as_bytes()));
         self.held.last_seq = self.seq;
         self.lines.push('\n');
         self.count += 1;
@@ -489,7 +493,11 @@ pub fn union_lines(
     let mut catalog = Catalog::load(store)?;
     let lock = catalog::lock(store)?;
     catalog.refresh(store)?;
-    let mut held = Held::of(store, &catalog, session)?;
+    // The lines it holds, by their sha256.
+    let mut held = HashSet::new();
+    each_line(store, &catalog, session, &mut |line| {
+        held.insert(Digest::of(line));
+    })?;
     let mut bytes = Vec::new();
     let mut added = 0;
     let mut line = Vec::new();
@@ -502,7 +510,7 @@ pub fn union_lines(
             break;
         }
         let body = &line[..n - 1];
-        if body.iter().all(u8::is_ascii_whitespace) || !held.lines.insert(Digest::of(body)) {
+        if body.iter().all(u8::is_ascii_whitespace) || !held.insert(Digest::of(body)) {
             continue;
         }
         bytes.extend_from_slice(&line);
