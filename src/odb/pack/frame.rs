@@ -18,39 +18,81 @@ use crate::error::{Error, IoContext, Result};
 use crate::odb::dictionary::{Dictionaries, Prepared};
 use crate::odb::extent::Extent;
 
-/// A compressor for blocks at `level`, with `dictionary` if any.
-pub fn compressor(
-    level: i32,
-    dictionary: Option<&[u8]>,
-) -> Result<zstd::bulk::Compressor<'static>> {
-    let range = zstd::compression_level_range();
-    if !range.contains(&level) {
-        return Err(Error::usage(format!(
-            "zstd level {level} is out of range {}..={}",
-            range.start(),
-            range.end()
-        )));
-    }
-    let mut compressor = match dictionary {
-        None => zstd::bulk::Compressor::new(level),
-        Some(dictionary) => zstd::bulk::Compressor::with_dictionary(level, dictionary),
-    }
-    .context(|| "create zstd compressor".into())?;
-    // Content size and dictionary id are zstd's defaults; the checksum is not.
-    compressor
-        .include_checksum(true)
-        .context(|| "configure zstd".into())?;
-    Ok(compressor)
+/// What compresses blocks on one thread: a zstd context for blocks up to the writer's size, and
+/// one for larger blocks (each an object too large for a block) that matches over a window
+/// covering all of it, at [`large_level`]. zstd's window at the levels folds use is 2 MiB, and the
+/// largest objects are a long session's seed batches, whose records each re-list every span of the
+/// one before: measured on one (9 MB of two records), long-distance matching over the whole block
+/// at level 1 makes a frame less than half the size level 3 made without it, 2.7 times as fast.
+pub struct Compressor {
+    block_bytes: usize,
+    usual: zstd::bulk::Compressor<'static>,
+    large: zstd::bulk::Compressor<'static>,
 }
 
-/// One frame holding `raw`.
-pub fn compress(compressor: &mut zstd::bulk::Compressor<'static>, raw: &[u8]) -> Result<Vec<u8>> {
-    let mut frame = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
-    compressor
-        .compress_to_buffer(raw, &mut frame)
-        .context(|| "zstd compression".into())?;
-    Ok(frame)
+impl Compressor {
+    /// Compressors at `level`, with `dictionary` if any, for blocks of `block_bytes`.
+    pub fn new(level: i32, dictionary: Option<&[u8]>, block_bytes: usize) -> Result<Self> {
+        let range = zstd::compression_level_range();
+        if !range.contains(&level) {
+            return Err(Error::usage(format!(
+                "zstd level {level} is out of range {}..={}",
+                range.start(),
+                range.end()
+            )));
+        }
+        let build = || -> io::Result<zstd::bulk::Compressor<'static>> {
+            let mut compressor = match dictionary {
+                None => zstd::bulk::Compressor::new(level),
+                Some(dictionary) => zstd::bulk::Compressor::with_dictionary(level, dictionary),
+            }?;
+            // Content size and dictionary id are zstd's defaults; the checksum is not.
+            compressor.include_checksum(true)?;
+            Ok(compressor)
+        };
+        let configure = || -> io::Result<_> {
+            let mut large = build()?;
+            large.set_parameter(zstd_safe::CParameter::CompressionLevel(large_level(level)))?;
+            large.long_distance_matching(true)?;
+            // zstd narrows the window to the block's size: a decoder allocates no more than that.
+            large.window_log(LARGE_WINDOW_LOG)?;
+            Ok(large)
+        };
+        Ok(Self {
+            block_bytes,
+            usual: build().context(|| "create zstd compressor".into())?,
+            large: configure().context(|| "create zstd compressor".into())?,
+        })
+    }
+
+    /// One frame holding `raw`.
+    pub fn compress(&mut self, raw: &[u8]) -> Result<Vec<u8>> {
+        let compressor = match raw.len() > self.block_bytes {
+            true => &mut self.large,
+            false => &mut self.usual,
+        };
+        let mut frame = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
+        compressor
+            .compress_to_buffer(raw, &mut frame)
+            .context(|| "zstd compression".into())?;
+        Ok(frame)
+    }
 }
+
+/// The level of a block larger than a writer's blocks, compressed with long-distance matching:
+/// zstd's fastest at the levels folds use (what makes such a block small is repetition at a
+/// distance, which level 1 finds as well as level 3: on 9 MB of a session, a frame 3% larger at 1.3
+/// times the speed; on a seed batch, 7% smaller at 1.8 times), the level asked for above them.
+fn large_level(level: i32) -> i32 {
+    match level <= crate::odb::DEFAULT_LEVEL {
+        true => level.min(1),
+        false => level,
+    }
+}
+
+/// The window of a block larger than a writer's blocks: 128 MiB, the most a zstd decoder accepts
+/// by default (zstd narrows it to the block's size).
+const LARGE_WINDOW_LOG: u32 = 27;
 
 /// The most bytes a frame of `raw_bytes` can take: anything longer in an index is a lie that
 /// would make a reader allocate or read for nothing.

@@ -209,6 +209,38 @@ fn a_forty_mib_object_streams_from_its_own_block() {
 }
 
 #[test]
+fn an_object_too_large_for_a_block_finds_its_repeats_megabytes_apart() {
+    // Random bytes, twice: only a match 3 MiB back, past zstd's window at level 3, makes it small.
+    let mut rng = Rng(11);
+    let half: Vec<u8> = (0..3 << 20).map(|_| rng.next() as u8).collect();
+    let large = [&half[..], &half[..]].concat();
+    let small = text(3, 100);
+    let f = fixture();
+    let mut writer = PackWriter::new(&f.tmp, options(1 << 20)).unwrap();
+    assert!(writer.add(&Digest::of(&small), &small).unwrap());
+    // Handed over whole; a second time, it is there already.
+    assert!(writer.add_owned(&Digest::of(&large), large.clone()).unwrap());
+    assert!(!writer.add_owned(&Digest::of(&large), large.clone()).unwrap());
+    assert!(writer.add_owned(&Digest::of(&half), half.clone()).unwrap());
+    let info = writer.finish(&f.packs).unwrap().unwrap();
+    assert_eq!((info.objects, info.blocks), (3, 3));
+    // `half` once in each of the two blocks that hold it, not three times.
+    assert!(
+        info.pack_bytes < 2 * half.len() as u64 + (64 << 10),
+        "{} bytes",
+        info.pack_bytes
+    );
+    let pack = Pack::open(&f.packs, &info.name).unwrap();
+    for object in [&small, &large, &half] {
+        assert_eq!(
+            &read(&pack, &Digest::of(object), &NoDictionaries).unwrap(),
+            object
+        );
+    }
+    assert_eq!(verify(&pack, &NoDictionaries), Vec::new());
+}
+
+#[test]
 fn frames_name_their_dictionary_and_need_it() {
     let f = fixture();
     let samples: Vec<Vec<u8>> = (0..400).map(|i| text(i, 300)).collect();

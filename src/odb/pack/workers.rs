@@ -32,22 +32,28 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// `threads` (at least one) compressors at `level`, with `dictionary` if any. Compressors are
-    /// built here, so that a bad level or dictionary is an error now rather than on a thread.
-    pub fn new(threads: usize, level: i32, dictionary: Option<&[u8]>) -> Result<Self> {
+    /// `threads` (at least one) compressors at `level`, with `dictionary` if any, for blocks of
+    /// `block_bytes`. Compressors are built here, so that a bad level or dictionary is an error now
+    /// rather than on a thread.
+    pub fn new(
+        threads: usize,
+        level: i32,
+        dictionary: Option<&[u8]>,
+        block_bytes: usize,
+    ) -> Result<Self> {
         // The writer bounds what is in flight, so the queues never hold more than that.
         let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
         let (finished, done) = crossbeam_channel::unbounded::<Done>();
         let mut handles = Vec::new();
         for _ in 0..threads.max(1) {
-            let mut compressor = frame::compressor(level, dictionary)?;
+            let mut compressor = frame::Compressor::new(level, dictionary, block_bytes)?;
             let queue = queue.clone();
             let finished = finished.clone();
             handles.push(std::thread::spawn(move || {
                 for Job { block, raw } in queue {
                     // A panic must come back as an error: the writer waits for every block.
                     let frame = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        frame::compress(&mut compressor, &raw)
+                        compressor.compress(&raw)
                     }))
                     .unwrap_or_else(|_| Err(writer_error("a compression thread panicked")));
                     if finished.send(Done { block, raw, frame }).is_err() {

@@ -51,13 +51,18 @@ impl PackWriter {
     /// folder that [`PackWriter::finish`] will be given.
     pub fn new(tmp_dir: &Path, options: PackOptions) -> Result<Self> {
         let threads = options.threads.max(1);
-        let workers = Workers::new(threads, options.level, options.dictionary.as_deref())?;
+        let block_bytes = options.block_bytes.max(1);
+        let workers = Workers::new(
+            threads,
+            options.level,
+            options.dictionary.as_deref(),
+            block_bytes,
+        )?;
         let pending = Pending::new_in(tmp_dir, ".pack-")?;
         let pack_temp = pending.path().to_path_buf();
         let mut pack = HashingWriter::new(pending);
         pack.write_all(&format::pack_header())
             .with_path("write", &pack_temp)?;
-        let block_bytes = options.block_bytes.max(1);
         Ok(Self {
             block_bytes,
             tmp_dir: tmp_dir.to_path_buf(),
@@ -84,7 +89,23 @@ impl PackWriter {
     /// holds it (nothing is added twice).
     pub fn add(&mut self, digest: &Digest, raw: &[u8]) -> Result<bool> {
         debug_assert_eq!(Digest::of(raw), *digest, "an object is named by its sha256");
-        self.guard(|writer| writer.add_object(digest, raw))
+        self.guard(|writer| writer.add_object(digest, raw.len(), |block| block.extend_from_slice(raw)))
+    }
+
+    /// [`add`](Self::add), handing `raw` over: an object too large for a block becomes a block of
+    /// its own without a copy (a long session's seed batches add up to hundreds of megabytes).
+    pub fn add_owned(&mut self, digest: &Digest, raw: Vec<u8>) -> Result<bool> {
+        if raw.len() < self.block_bytes {
+            return self.add(digest, &raw);
+        }
+        debug_assert_eq!(Digest::of(&raw), *digest, "an object is named by its sha256");
+        // Too large for the block being filled, it is sealed first: `raw` is the next one whole.
+        self.guard(|writer| {
+            writer.add_object(digest, raw.len(), |block| {
+                debug_assert!(block.is_empty());
+                *block = raw;
+            })
+        })
     }
 
     pub fn contains(&self, digest: &Digest) -> bool {
@@ -136,7 +157,13 @@ impl PackWriter {
         result
     }
 
-    fn add_object(&mut self, digest: &Digest, raw: &[u8]) -> Result<bool> {
+    /// Add the object of `len` bytes that `append` puts at the end of the block being filled.
+    fn add_object(
+        &mut self,
+        digest: &Digest,
+        len: usize,
+        append: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<bool> {
         if self.seen.contains(digest) {
             return Ok(false);
         }
@@ -144,18 +171,18 @@ impl PackWriter {
             return Err(writer_error("a pack holds fewer than 2^32 objects"));
         }
         let has_objects = self.objects.len() as u32 > self.current_first;
-        if has_objects && self.current.len() + raw.len() > self.block_bytes {
+        if has_objects && self.current.len() + len > self.block_bytes {
             self.seal()?;
         }
         self.objects.push(ObjectRecord {
             digest: *digest.as_bytes(),
-            raw_bytes: raw.len() as u64,
+            raw_bytes: len as u64,
             block: self.blocks.len() as u32,
             offset: self.current.len() as u64,
         });
         self.seen.insert(*digest);
-        self.current.extend_from_slice(raw);
-        self.raw_bytes += raw.len() as u64;
+        append(&mut self.current);
+        self.raw_bytes += len as u64;
         if self.current.len() >= self.block_bytes {
             self.seal()?;
         }
