@@ -113,10 +113,19 @@ impl<'de> serde::Deserialize<'de> for Digest {
 /// The length and xxh3-128 of some bytes: what a later read of the same file is checked against.
 /// xxh3 runs ~20× faster than sha256 and catches a file that changed just as surely; it does not
 /// resist a forger, which the manifest's sha256 does (the store never names anything by it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Fingerprint {
     pub bytes: u64,
     pub xxh3: u128,
+}
+
+impl Fingerprint {
+    pub fn of(bytes: &[u8]) -> Self {
+        Self {
+            bytes: bytes.len() as u64,
+            xxh3: xxhash_rust::xxh3::xxh3_128(bytes),
+        }
+    }
 }
 
 /// A [`Fingerprint`] taken as bytes stream by.

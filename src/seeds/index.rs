@@ -19,7 +19,7 @@ use super::facts::FactsCache;
 use super::record::{FoldIndex, HARNESS, Made};
 use super::resume::Checkpoint;
 use super::union::Union;
-use crate::digest::Digest;
+use crate::digest::{Digest, Fingerprint};
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
 use crate::odb::{DEFAULT_LEVEL, Encoder};
@@ -122,9 +122,9 @@ pub fn read_union(
 pub struct Held {
     /// The batches it was read from (the legacy file aside).
     basis: Vec<Digest>,
-    /// ctxfold's records, by the sha256 of their content (seq aside): a long session's records
-    /// re-list every earlier span, and holding them whole would hold its index twice.
-    records: HashSet<Digest>,
+    /// ctxfold's records, by their [`identity`]: a long session's records re-list every earlier
+    /// span, and holding them whole would hold its index twice.
+    records: HashSet<Fingerprint>,
     last_seq: u64,
 }
 
@@ -201,10 +201,12 @@ fn is_current(basis: &[Digest], catalog: &Catalog, session: &str) -> bool {
     catalog.of(session).map(|b| &b.object).eq(basis.iter())
 }
 
-/// A record's content without its seq (which this sets to 0), as a digest.
-pub(super) fn identity(record: &mut FoldIndex) -> Digest {
+/// A record's content without its seq (which this sets to 0), as the length and xxh3 of its line:
+/// what tells a record the index holds from one it lacks. Not sha256: nothing is named by it, and
+/// a long session's records run to hundreds of megabytes.
+pub(super) fn identity(record: &mut FoldIndex) -> Fingerprint {
     record.seq = 0;
-    Digest::of(record.to_line().as_bytes())
+    Fingerprint::of(record.to_line().as_bytes())
 }
 
 /// A batch past this many bytes is handed on while its session's records are still coming, and
@@ -231,7 +233,7 @@ struct Batcher {
     /// The batches handed on, with how many records each holds.
     batches: Vec<(Batch, usize)>,
     /// The identity of the last record given (held or not).
-    identity: Option<Digest>,
+    identity: Option<Fingerprint>,
 }
 
 impl Batcher {
@@ -250,7 +252,7 @@ impl Batcher {
 
     fn record(&mut self, record: Made, put: &mut Put<'_>) -> Result<()> {
         let unnumbered = record.unnumbered;
-        let identity = Digest::of(unnumbered.as_bytes());
+        let identity = Fingerprint::of(unnumbered.as_bytes());
         self.identity = Some(identity);
         if self.held.records.contains(&identity) {
             return Ok(());
@@ -369,7 +371,7 @@ pub struct Staged {
     last: Option<Vec<u8>>,
     /// Where the extraction ended, after which record, with what the index then holds, for the
     /// next to go on from.
-    end: Option<(Digest, Midway, Held)>,
+    end: Option<(Fingerprint, Midway, Held)>,
 }
 
 impl Staged {
@@ -625,7 +627,7 @@ mod tests {
         let (_dir, store) = store();
         let catalog = Catalog::load(&store).unwrap();
         let held = || Held::of(&store, &catalog, SESSION).unwrap();
-        let mut put = |_: &Digest, _: &[u8]| Err(Error::corrupt("the disk is full"));
+        let mut put = |_: &Digest, _: Vec<u8>| Err(Error::corrupt("the disk is full"));
         let facts = FactsCache::default();
         let staged = stage_in(
             1,

@@ -22,7 +22,7 @@ use super::catalog::Batch;
 use super::extract::Midway;
 use super::index::{Held, identity};
 use super::record::{FoldIndex, HARNESS};
-use crate::digest::Digest;
+use crate::digest::Fingerprint;
 use crate::error::{IoContext, Result};
 use crate::store::atomic::Pending;
 use crate::store::manifest::Source;
@@ -52,7 +52,7 @@ pub struct Checkpoint {
     /// The source the extraction read (as its manifest names it).
     source: Source,
     /// The identity of the last record the extraction handed on (its final record).
-    last: Digest,
+    last: Fingerprint,
     midway: Midway,
     /// What the session's index holds once the extraction's batches are listed: a long session's
     /// index is read whole to learn it.
@@ -60,7 +60,7 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    pub fn new(source: Source, last: Digest, midway: Midway, held: Held) -> Self {
+    pub fn new(source: Source, last: Fingerprint, midway: Midway, held: Held) -> Self {
         Self {
             version: env!("CARGO_PKG_VERSION").into(),
             source,
