@@ -275,7 +275,7 @@ impl Run<'_> {
                 &source,
                 &self.facts,
                 resume,
-                &mut |digest, bytes| pack.add(digest, bytes).map(drop),
+                &mut |digest, bytes| pack.add_owned(digest, bytes).map(drop),
             )
         });
         match staged {
@@ -344,7 +344,7 @@ impl Run<'_> {
                         Some(writer) => writer,
                         None => pack.insert(odb.pack_writer(odb.pack_options(false)?)?),
                     };
-                    writer.add(digest, bytes).map(drop)
+                    writer.add_owned(digest, bytes).map(drop)
                 },
             )
         });
@@ -399,7 +399,7 @@ impl Run<'_> {
         // of forks compress together (a long session's full batches went in as they were made).
         let batches = group.iter_mut().try_for_each(|p| match &mut p.seeds {
             Seeds::Staged(staged) => match staged.take_object() {
-                Some((digest, bytes)) => pack.add(&digest, &bytes).map(drop),
+                Some((digest, bytes)) => pack.add_owned(&digest, bytes).map(drop),
                 None => Ok(()),
             },
             _ => Ok(()),

@@ -216,7 +216,7 @@ pub(super) fn identity(record: &mut FoldIndex) -> Fingerprint {
 pub const BATCH_BYTES: usize = 8 << 20;
 
 /// Where a finished batch goes (a pack, a loose object) before the catalog lists it.
-pub type Put<'a> = dyn FnMut(&Digest, &[u8]) -> Result<()> + 'a;
+pub type Put<'a> = dyn FnMut(&Digest, Vec<u8>) -> Result<()> + 'a;
 
 /// A session's records made into batches of the lines its index lacks, as they come: seqs after
 /// the highest held and above [`STORE_SEQ_BASE`] (the extension's records, merged in later with
@@ -267,7 +267,7 @@ impl Batcher {
         if self.lines.len() >= self.limit {
             let bytes = self.seal();
             let (batch, _) = self.batches.last().expect("just sealed");
-            put(&batch.object, &bytes)?;
+            put(&batch.object, bytes)?;
         }
         Ok(())
     }
@@ -423,7 +423,7 @@ pub fn list(store: &Store, catalog: &mut Catalog, staged: Vec<Staged>) -> Result
 fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Batch, usize)>> {
     let held = Held::of(store, catalog, &staged.session)?;
     let mut batcher = Batcher::new(&staged.session, held, BATCH_BYTES);
-    let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, &staged.session, bytes).map(drop);
+    let mut put = |_: &Digest, bytes: Vec<u8>| put_loose(store, &staged.session, &bytes).map(drop);
     for (batch, _) in &staged.batches {
         let bytes = store.odb().read_to_vec(&batch.object, Some(batch.bytes))?;
         for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -434,7 +434,7 @@ fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Bat
     }
     let (batches, last, _) = batcher.finish();
     if let (Some(bytes), Some((batch, _))) = (last, batches.last()) {
-        put(&batch.object, &bytes)?;
+        put(&batch.object, bytes)?;
     }
     Ok(batches)
 }
@@ -462,11 +462,11 @@ pub fn index_folded_session(
     let session = &manifest.session.id;
     let mut catalog = Catalog::load(store)?;
     let held = Held::of(store, &catalog, session)?;
-    let mut put = |_: &Digest, bytes: &[u8]| put_loose(store, session, bytes).map(drop);
+    let mut put = |_: &Digest, bytes: Vec<u8>| put_loose(store, session, &bytes).map(drop);
     let source = StoreSource { store, manifest };
     let mut staged = stage(session, held, &source, facts, Resume::default(), &mut put)?;
     if let Some((digest, bytes)) = staged.take_object() {
-        put(&digest, &bytes)?;
+        put(&digest, bytes)?;
     }
     if !staged.batches.is_empty() {
         store.odb().sync()?;
@@ -597,9 +597,9 @@ mod tests {
         let catalog = Catalog::load(store).unwrap();
         let held = Held::of(store, &catalog, SESSION).unwrap();
         let mut stored = Vec::new();
-        let mut put = |digest: &Digest, bytes: &[u8]| {
-            assert_eq!(put_loose(store, SESSION, bytes)?.object, *digest);
-            stored.push(bytes.to_vec());
+        let mut put = |digest: &Digest, bytes: Vec<u8>| {
+            assert_eq!(put_loose(store, SESSION, &bytes)?.object, *digest);
+            stored.push(bytes);
             Ok(())
         };
         let mut staged = stage_in(
@@ -613,7 +613,7 @@ mod tests {
         )
         .unwrap();
         if let Some((digest, bytes)) = staged.take_object() {
-            put(&digest, &bytes).unwrap();
+            put(&digest, bytes).unwrap();
         }
         assert!(
             staged.take_object().is_none(),
