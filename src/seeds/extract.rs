@@ -17,6 +17,7 @@ use super::facts::{Facts, FactsCache};
 use super::lexicon::{commands, files, identifiers, user};
 use super::plan::{Base, Options, Plan, plans};
 use super::record::{FoldIndex, HARNESS, Log, Made, Span, UserMessage, VERSION};
+use super::span_list::SpanList;
 
 pub const MAX_IDENTIFIERS: usize = 64;
 pub const MAX_ERRORS: usize = 24;
@@ -100,10 +101,9 @@ impl Midway {
         builder.commands = (record.commands.iter())
             .map(|c| c.as_str().map(String::from))
             .collect::<Option<_>>()?;
-        builder.span_at = (record.spans.iter().enumerate())
-            .map(|(at, span)| (span.block_id.clone(), at))
-            .collect();
-        builder.spans = record.spans.iter().map(span_json).collect();
+        for span in &record.spans {
+            builder.spans.set(&span.block_id, &span_json(span));
+        }
         builder.files = record.files;
         builder.user_messages = record.user_messages;
         Some(self)
@@ -460,10 +460,7 @@ struct Builder {
     user_messages: Vec<UserMessage>,
     /// Each span as its record writes it: written once, not again for every record listing it.
     #[serde(skip)]
-    spans: Vec<String>,
-    /// Where each block id's span is in `spans`.
-    #[serde(skip)]
-    span_at: Map<String, usize>,
+    spans: SpanList,
     #[serde(skip)]
     files: Vec<String>,
     input_files: usize,
@@ -551,14 +548,8 @@ impl Builder {
             full_output_path: block.full_output_path.clone(),
             extra: Default::default(),
         };
-        let span = span_json(&span);
         // A resolver serves the latest block of an id: so does the record.
-        if let Some(&at) = self.span_at.get(&block.id) {
-            self.spans[at] = span;
-        } else {
-            self.span_at.insert(block.id.clone(), self.spans.len());
-            self.spans.push(span);
-        }
+        self.spans.set(&block.id, &span_json(&span));
     }
 
     /// Commands favour recent ones: past the cap, the oldest goes.
@@ -618,13 +609,8 @@ impl Builder {
         let end = line.len() - "]}".len();
         debug_assert_eq!(&line[end - "\"spans\":[".len()..], "\"spans\":[]}");
         line.truncate(end);
-        line.reserve(self.spans.iter().map(|s| s.len() + 1).sum::<usize>() + 2);
-        for (at, span) in self.spans.iter().enumerate() {
-            if at > 0 {
-                line.push(',');
-            }
-            line.push_str(span);
-        }
+        line.reserve(self.spans.json().len() + 2);
+        line.push_str(self.spans.json());
         line.push_str("]}");
         Made {
             seq: plan.seq,

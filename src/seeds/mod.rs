@@ -11,6 +11,7 @@ pub mod plan;
 pub mod recall;
 pub mod record;
 pub mod resume;
+mod span_list;
 pub mod union;
 
 pub use index::index_folded_session;
