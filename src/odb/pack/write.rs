@@ -19,7 +19,7 @@ use crate::error::{IoContext, Result};
 use crate::store::atomic::{Pending, sync_parent};
 
 /// Raw bytes waiting for or under compression, at most (but always room for one block).
-const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
+const MAX_IN_FLIGHT_BYTES: usize = 32 << 20;
 
 pub struct PackWriter {
     block_bytes: usize,
