@@ -116,7 +116,25 @@ impl<'de> serde::Deserialize<'de> for Digest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Fingerprint {
     pub bytes: u64,
+    /// Kept as 32 hex digits: a JSON number past 2^64 does not survive every reader.
+    #[serde(with = "hex_u128")]
     pub xxh3: u128,
+}
+
+mod hex_u128 {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(value: &u128, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{value:032x}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        match text.len() == 32 {
+            true => u128::from_str_radix(&text, 16).map_err(D::Error::custom),
+            false => Err(D::Error::custom("not 32 hex digits")),
+        }
+    }
 }
 
 impl Fingerprint {
@@ -461,6 +479,28 @@ pub fn hash_reader(mut reader: impl Read) -> io::Result<(Digest, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fingerprint_reads_back_from_json_whole_and_nothing_else_does() {
+        let fingerprint = Fingerprint::of(b"a record");
+        assert_eq!(fingerprint.bytes, 8);
+        assert!(fingerprint.xxh3 > u128::from(u64::MAX), "a test of the high bits");
+        let json = serde_json::to_string(&fingerprint).unwrap();
+        assert_eq!(
+            json,
+            format!(r#"{{"bytes":8,"xxh3":"{:032x}"}}"#, fingerprint.xxh3)
+        );
+        // As a JSON value too, which holds no number past 2^64.
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            serde_json::from_value::<Fingerprint>(value).unwrap(),
+            fingerprint
+        );
+        for bad in ["1", "-1", "0x1", &"g".repeat(32), &"0".repeat(33)] {
+            let json = format!(r#"{{"bytes":8,"xxh3":"{bad}"}}"#);
+            assert!(serde_json::from_str::<Fingerprint>(&json).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_hashing_reader_hashes_what_is_consumed_and_notes_its_mark() {

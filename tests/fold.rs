@@ -601,7 +601,7 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: E
     });
     edit_checkpoint(&here, active[2], |c| {
         plant(c);
-        c["last"] = serde_json::to_value("0".repeat(64)).unwrap();
+        c["last"]["xxh3"] = "0".repeat(32).into();
     });
     edit_checkpoint(&here, active[3], |c| {
         c["held"]["basis"] = serde_json::json!([]);
