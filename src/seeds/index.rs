@@ -212,8 +212,11 @@ pub(super) fn identity(record: &mut FoldIndex) -> Fingerprint {
 /// A batch past this many bytes is handed on while its session's records are still coming, and
 /// the next one begun: memory then stays bounded however long the session (a long session's
 /// records re-list every earlier span, so its index grows with the square of its compactions).
-/// Larger than a pack block, so that such a batch is a block of its own.
-pub const BATCH_BYTES: usize = 8 << 20;
+/// Larger than a pack block, so that such a batch is a block of its own, compressed with matches
+/// as far back as its start (see `odb::pack::frame`): the more records a batch holds, the more of
+/// them are found repeated. Measured on a 1 GB rollout, 16 MiB against 8: seed batches of 51 MB
+/// against 87 MB, and the fold 1.31x the time of its rollouts apart against 1.33-1.41x.
+pub const BATCH_BYTES: usize = 16 << 20;
 
 /// Where a finished batch goes (a pack, a loose object) before the catalog lists it.
 pub type Put<'a> = dyn FnMut(&Digest, Vec<u8>) -> Result<()> + 'a;
