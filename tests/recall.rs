@@ -273,6 +273,42 @@ fn recall_serves_v1_spans_unverified_and_withholds_mismatches() {
 }
 
 #[test]
+fn recall_pulls_the_spans_of_the_record_that_stands_for_each_seq_in_every_part_of_the_index() {
+    let env = Env::new();
+    folded(&env);
+    // Recall greps the records, then reads the matching ones again for their spans: by their
+    // place among the index's lines, blank ones too, the legacy file's before the batches'.
+    let record = |sha256: &str| {
+        format!(
+            r#"{{"v":2,"kind":"fold-index","session":"pi","seq":3,"at":"x","trigger":"cap","errors":["npm ERR! code ELIFECYCLE"],"spans":[{{"blockId":"r:c1","tool":"bash","log":{{"bytes":1,"lines":1}}{sha256}}}]}}"#
+        )
+    };
+    let replaced = record(&format!(r#","sha256":"{}""#, "0".repeat(64)));
+    let standing = record("");
+    std::fs::create_dir_all(legacy_file(&env, "pi").parent().unwrap()).unwrap();
+    std::fs::write(
+        legacy_file(&env, "pi"),
+        format!("\n{replaced}\n\n{standing}\n"),
+    )
+    .unwrap();
+    seeds_one_final_record_for_codex(&env);
+    let out = env
+        .run("ctxfold", ["recall", "-F", "ELIFECYCLE"])
+        .ok()
+        .stdout_text();
+    assert!(out.contains("# session pi seq 3 errors: npm ERR!"), "{out}");
+    assert!(out.contains("verified=unverified"), "{out}");
+    assert!(!out.contains("verified=mismatch"), "{out}");
+    // The batches' records, after the legacy file's lines.
+    let out = env
+        .run("ctxfold", ["recall", "--field", "identifiers", pi_v3::HEX_ID])
+        .ok()
+        .stdout_text();
+    assert!(out.contains("verified=yes"), "{out}");
+    assert!(!out.contains("verified=mismatch") && !out.contains("unverified"), "{out}");
+}
+
+#[test]
 fn seeds_skips_a_session_that_is_no_ledger_and_indexes_the_others() {
     let env = Env::new();
     folded(&env);

@@ -65,7 +65,7 @@ impl Command for ReadSeedsArgs {
                 "name a seed-index FILE, --pi-session FILE or --session ID",
             ));
         }
-        let mut union = Union::default();
+        let mut union: Union = Union::default();
         for file in &files {
             if !union.read_file(file)? {
                 return Err(Error::not_found(format!(

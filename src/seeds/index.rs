@@ -18,7 +18,7 @@ use super::extract::{self, Midway, Resume, extract_from};
 use super::facts::FactsCache;
 use super::record::{FoldIndex, HARNESS, Made};
 use super::resume::Checkpoint;
-use super::union::Union;
+use super::union::{Record, Union};
 use crate::digest::{Digest, Fingerprint};
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
@@ -106,11 +106,11 @@ fn read_parts(
 }
 
 /// Read `session`'s index into `union`; false when it has none.
-pub fn read_union(
+pub fn read_union<R: Record>(
     store: &Store,
     catalog: &Catalog,
     session: &str,
-    union: &mut Union,
+    union: &mut Union<R>,
 ) -> Result<bool> {
     read_parts(store, catalog, session, &mut |reader, what| {
         union.read(reader, what)
@@ -172,8 +172,8 @@ impl Held {
     }
 }
 
-/// Each line of `session`'s index, without its `\n`.
-fn each_line(
+/// Each line of `session`'s index, without its `\n`, in the order [`read_union`] reads them.
+pub(super) fn each_line(
     store: &Store,
     catalog: &Catalog,
     session: &str,

@@ -7,19 +7,50 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::record::{FoldIndex, UNDERSTOOD};
 use crate::error::{IoContext, Result};
 
+/// What a union keeps of each record: the whole of it ([`FoldIndex`]), or what one reader needs.
+pub trait Record: DeserializeOwned {
+    fn v(&self) -> u64;
+    fn kind(&self) -> &str;
+    fn seq(&self) -> u64;
+}
+
+impl Record for FoldIndex {
+    fn v(&self) -> u64 {
+        self.v
+    }
+
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// The union being read, file after file (a Pi session's v1 spool file, then its v2 file).
-#[derive(Default)]
-pub struct Union {
+pub struct Union<R = FoldIndex> {
     /// seq -> (position of the line that set it, the record).
-    live: BTreeMap<u64, (u64, FoldIndex)>,
+    live: BTreeMap<u64, (u64, R)>,
     position: u64,
     /// What was skipped, one line each, for stderr.
     pub notes: Vec<String>,
+}
+
+impl<R> Default for Union<R> {
+    fn default() -> Self {
+        Self {
+            live: BTreeMap::new(),
+            position: 0,
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// The fields of a line the union rules look at, read without building the rest.
@@ -33,7 +64,7 @@ struct Head {
     kind: Option<Value>,
 }
 
-impl Union {
+impl<R: Record> Union<R> {
     pub fn read(&mut self, mut reader: impl BufRead, what: &str) -> Result<()> {
         let mut line = Vec::new();
         for n in 1.. {
@@ -63,11 +94,11 @@ impl Union {
             return false;
         }
         // Nearly every line is such a record: parsed once, as one, it needs no look at its head.
-        if let Ok(record) = serde_json::from_slice::<FoldIndex>(line)
-            && record.kind == "fold-index"
-            && record.v <= UNDERSTOOD
+        if let Ok(record) = serde_json::from_slice::<R>(line)
+            && record.kind() == "fold-index"
+            && record.v() <= UNDERSTOOD
         {
-            self.live.insert(record.seq, (self.position, record));
+            self.live.insert(record.seq(), (self.position, record));
             return true;
         }
         let Ok(head) = serde_json::from_slice::<Head>(line) else {
@@ -82,9 +113,9 @@ impl Union {
                 self.live.remove(&seq);
                 true
             }
-            (Some("fold-index"), Some(_)) => match serde_json::from_slice::<FoldIndex>(line) {
+            (Some("fold-index"), Some(_)) => match serde_json::from_slice::<R>(line) {
                 Ok(record) => {
-                    self.live.insert(record.seq, (self.position, record));
+                    self.live.insert(record.seq(), (self.position, record));
                     true
                 }
                 Err(_) => false,
@@ -109,9 +140,9 @@ impl Union {
             (Some("fold-retract"), Some(seq)) => {
                 self.live.remove(&seq);
             }
-            (Some("fold-index"), Some(_)) => match serde_json::from_value::<FoldIndex>(value) {
+            (Some("fold-index"), Some(_)) => match serde_json::from_value::<R>(value) {
                 Ok(record) => {
-                    self.live.insert(record.seq, (self.position, record));
+                    self.live.insert(record.seq(), (self.position, record));
                 }
                 Err(e) => self
                     .notes
@@ -125,10 +156,17 @@ impl Union {
     }
 
     /// The surviving records in the order their lines were appended.
-    pub fn records(self) -> Vec<FoldIndex> {
+    pub fn records(self) -> Vec<R> {
+        let live = self.records_at();
+        live.into_iter().map(|(_, record)| record).collect()
+    }
+
+    /// The surviving records in the order their lines were appended, each with its line's place
+    /// among every line read (the first is 1, blank lines count).
+    pub fn records_at(self) -> Vec<(u64, R)> {
         let mut live: Vec<_> = self.live.into_values().collect();
         live.sort_by_key(|(position, _)| *position);
-        live.into_iter().map(|(_, record)| record).collect()
+        live
     }
 
     /// Read `path` when it exists.
