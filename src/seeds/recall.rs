@@ -2,7 +2,7 @@
 //! the matching records whose text matches too, located in the session's ledger (the source file when
 //! it is still there and the right size, else the folded session) and checked against their sha256.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use regex::Regex;
@@ -165,8 +165,8 @@ fn recall_session(
     query: &Query<'_>,
     emit: &mut dyn FnMut(Event) -> Result<()>,
 ) -> Result<()> {
-    // Where the matching records' lines are in the index.
-    let mut matching = BTreeSet::new();
+    // Where the matching records' lines are in the index, with their seqs.
+    let mut matching = BTreeMap::new();
     for (position, record) in &records {
         if query.max_count.is_some_and(|max| matching.len() >= max) {
             break;
@@ -187,7 +187,7 @@ fn recall_session(
             }
         }
         if matched {
-            matching.insert(*position);
+            matching.insert(*position, record.seq);
         }
     }
     let spans = spans_of(store, catalog, session, &matching)?;
@@ -259,13 +259,13 @@ fn recall_session(
     Ok(())
 }
 
-/// The spans of the records at `positions` in `session`'s index, once each (compact records
-/// repeat earlier spans), in the order of their records.
+/// The spans of the records at `positions` in `session`'s index (with the seqs they were read
+/// with), once each (compact records repeat earlier spans), in the order of their records.
 fn spans_of(
     store: &Store,
     catalog: &Catalog,
     session: &str,
-    positions: &BTreeSet<u64>,
+    positions: &BTreeMap<u64, u64>,
 ) -> Result<Vec<Span>> {
     let mut spans: Vec<Span> = Vec::new();
     if positions.is_empty() {
@@ -275,14 +275,17 @@ fn spans_of(
     let mut position = 0;
     index::each_line(store, catalog, session, &mut |line| {
         position += 1;
-        if !positions.contains(&position) {
+        let Some(&seq) = positions.get(&position) else {
             return;
-        }
+        };
         // Read whole this time: one whose spans (or usage, or user messages) are not the
-        // contract's pulls none.
+        // contract's pulls none, and so does another line (gc moved a legacy file meanwhile).
         let Ok(record) = serde_json::from_slice::<FoldIndex>(line) else {
             return;
         };
+        if record.seq != seq {
+            return;
+        }
         for span in record.spans {
             if seen.insert((span.block_id.clone(), span.sha256.clone())) {
                 spans.push(span);
