@@ -198,7 +198,7 @@ mod tests {
     use super::*;
 
     fn union(text: &str) -> (Vec<(u64, String)>, usize) {
-        let mut u = Union::default();
+        let mut u: Union = Union::default();
         u.read(text.as_bytes(), "t").unwrap();
         let notes = u.notes.len();
         let records = u.records().into_iter().map(|r| (r.seq, r.at)).collect();
