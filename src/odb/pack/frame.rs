@@ -54,7 +54,7 @@ impl Compressor {
             let mut large = build()?;
             large.set_parameter(zstd_safe::CParameter::CompressionLevel(large_level(level)))?;
             large.long_distance_matching(true)?;
-            // zstd narrows the window to the block's size: a decoder allocates no more than that.
+            // zstd narrows the window to a smaller block's size.
             large.window_log(LARGE_WINDOW_LOG)?;
             Ok(large)
         };
@@ -90,9 +90,11 @@ fn large_level(level: i32) -> i32 {
     }
 }
 
-/// The window of a block larger than a writer's blocks: 128 MiB, the most a zstd decoder accepts
-/// by default (zstd narrows it to the block's size).
-const LARGE_WINDOW_LOG: u32 = 27;
+/// The window of a block larger than a writer's blocks: 16 MiB, more than a long session's seed
+/// batch looks back for the record before (7 MB at the end of a 1 GB rollout), and what a reader
+/// streaming the block holds of it (it was 2 MiB: a wider window for a single object of hundreds
+/// of megabytes would have made its restore hold as much).
+const LARGE_WINDOW_LOG: u32 = 24;
 
 /// The most bytes a frame of `raw_bytes` can take: anything longer in an index is a lie that
 /// would make a reader allocate or read for nothing.
