@@ -484,7 +484,10 @@ mod tests {
     fn a_fingerprint_reads_back_from_json_whole_and_nothing_else_does() {
         let fingerprint = Fingerprint::of(b"a record");
         assert_eq!(fingerprint.bytes, 8);
-        assert!(fingerprint.xxh3 > u128::from(u64::MAX), "a test of the high bits");
+        assert!(
+            fingerprint.xxh3 > u128::from(u64::MAX),
+            "a test of the high bits"
+        );
         let json = serde_json::to_string(&fingerprint).unwrap();
         assert_eq!(
             json,

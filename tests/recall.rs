@@ -301,11 +301,17 @@ fn recall_pulls_the_spans_of_the_record_that_stands_for_each_seq_in_every_part_o
     assert!(!out.contains("verified=mismatch"), "{out}");
     // The batches' records, after the legacy file's lines.
     let out = env
-        .run("ctxfold", ["recall", "--field", "identifiers", pi_v3::HEX_ID])
+        .run(
+            "ctxfold",
+            ["recall", "--field", "identifiers", pi_v3::HEX_ID],
+        )
         .ok()
         .stdout_text();
     assert!(out.contains("verified=yes"), "{out}");
-    assert!(!out.contains("verified=mismatch") && !out.contains("unverified"), "{out}");
+    assert!(
+        !out.contains("verified=mismatch") && !out.contains("unverified"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -219,8 +219,16 @@ fn an_object_too_large_for_a_block_finds_its_repeats_megabytes_apart() {
     let mut writer = PackWriter::new(&f.tmp, options(1 << 20)).unwrap();
     assert!(writer.add(&Digest::of(&small), &small).unwrap());
     // Handed over whole; a second time, it is there already.
-    assert!(writer.add_owned(&Digest::of(&large), large.clone()).unwrap());
-    assert!(!writer.add_owned(&Digest::of(&large), large.clone()).unwrap());
+    assert!(
+        writer
+            .add_owned(&Digest::of(&large), large.clone())
+            .unwrap()
+    );
+    assert!(
+        !writer
+            .add_owned(&Digest::of(&large), large.clone())
+            .unwrap()
+    );
     assert!(writer.add_owned(&Digest::of(&half), half.clone()).unwrap());
     let info = writer.finish(&f.packs).unwrap().unwrap();
     assert_eq!((info.objects, info.blocks), (3, 3));

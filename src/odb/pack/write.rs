@@ -89,7 +89,9 @@ impl PackWriter {
     /// holds it (nothing is added twice).
     pub fn add(&mut self, digest: &Digest, raw: &[u8]) -> Result<bool> {
         debug_assert_eq!(Digest::of(raw), *digest, "an object is named by its sha256");
-        self.guard(|writer| writer.add_object(digest, raw.len(), |block| block.extend_from_slice(raw)))
+        self.guard(|writer| {
+            writer.add_object(digest, raw.len(), |block| block.extend_from_slice(raw))
+        })
     }
 
     /// [`add`](Self::add), handing `raw` over: an object too large for a block becomes a block of
@@ -98,7 +100,11 @@ impl PackWriter {
         if raw.len() < self.block_bytes {
             return self.add(digest, &raw);
         }
-        debug_assert_eq!(Digest::of(&raw), *digest, "an object is named by its sha256");
+        debug_assert_eq!(
+            Digest::of(&raw),
+            *digest,
+            "an object is named by its sha256"
+        );
         // Too large for the block being filled, it is sealed first: `raw` is the next one whole.
         self.guard(|writer| {
             writer.add_object(digest, raw.len(), |block| {
