@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::catalog::Catalog;
 use super::index;
 use super::record::{FoldIndex, Span, command_text, error_text};
-use super::union::{Record, Union};
+use super::union::{Union, record_of_fields};
 use crate::error::Result;
 use crate::ledger::{FileSource, Ledger, Source, StoreSource};
 use crate::odb::pack::{AGGRESSIVE_BLOCK_BYTES, DEFAULT_CACHE_BYTES};
@@ -71,19 +71,7 @@ struct Greppable {
     identifiers: Vec<String>,
 }
 
-impl Record for Greppable {
-    fn v(&self) -> u64 {
-        self.v
-    }
-
-    fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    fn seq(&self) -> u64 {
-        self.seq
-    }
-}
+record_of_fields!(Greppable);
 
 /// A record value the pattern matched.
 #[derive(Debug, Clone, serde::Serialize)]

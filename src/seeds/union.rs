@@ -20,19 +20,27 @@ pub trait Record: DeserializeOwned {
     fn seq(&self) -> u64;
 }
 
-impl Record for FoldIndex {
-    fn v(&self) -> u64 {
-        self.v
-    }
+/// [`Record`] for a struct whose fields `v`, `kind` and `seq` are the record's.
+macro_rules! record_of_fields {
+    ($record:ty) => {
+        impl $crate::seeds::union::Record for $record {
+            fn v(&self) -> u64 {
+                self.v
+            }
 
-    fn kind(&self) -> &str {
-        &self.kind
-    }
+            fn kind(&self) -> &str {
+                &self.kind
+            }
 
-    fn seq(&self) -> u64 {
-        self.seq
-    }
+            fn seq(&self) -> u64 {
+                self.seq
+            }
+        }
+    };
 }
+pub(super) use record_of_fields;
+
+record_of_fields!(FoldIndex);
 
 /// The union being read, file after file (a Pi session's v1 spool file, then its v2 file).
 pub struct Union<R = FoldIndex> {
