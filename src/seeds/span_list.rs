@@ -21,7 +21,7 @@ impl SpanList {
     /// for one listed already.
     pub fn set(&mut self, block_id: &str, json: &str) {
         let Some(&n) = self.at.get(block_id) else {
-            if !self.json.is_empty() {
+            if !self.ends.is_empty() {
                 self.json.push(',');
             }
             self.json.push_str(json);
