@@ -315,6 +315,58 @@ fn recall_pulls_the_spans_of_the_record_that_stands_for_each_seq_in_every_part_o
 }
 
 #[test]
+fn read_seeds_gives_of_a_store_session_what_it_gives_of_a_file_of_its_lines() {
+    let env = Env::new();
+    folded(&env);
+    // Every rule of the union in the legacy file, before the batches: blank lines, a seq set again
+    // and retracted, a line that is no record, a newer version, a record malformed past its head.
+    let record = |seq: u64, at: &str| {
+        format!(
+            r#"{{"v":2,"kind":"fold-index","session":"pi","seq":{seq},"at":"{at}","trigger":"cap","spans":[]}}"#
+        )
+    };
+    let lines = [
+        String::new(),
+        record(1, "first"),
+        record(2, "second"),
+        record(1, "again"),
+        r#"{"v":2,"kind":"fold-retract","seq":2,"at":"r"}"#.into(),
+        "not json".into(),
+        r#"{"v":9,"kind":"fold-index","seq":3}"#.into(),
+        r#"{"v":2,"kind":"fold-index","seq":1,"spans":"none"}"#.into(),
+        String::new(),
+        record(4, "fourth"),
+    ];
+    std::fs::create_dir_all(legacy_file(&env, "pi").parent().unwrap()).unwrap();
+    std::fs::write(legacy_file(&env, "pi"), lines.join("\n") + "\n").unwrap();
+    seeds_one_final_record_for_codex(&env);
+    let whole = env.path("whole.jsonl");
+    std::fs::write(&whole, index_lines(&env, "pi").join("\n") + "\n").unwrap();
+    let from_store = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();
+    let from_file = env
+        .run("ctxfold-read-seeds", [whole.to_str().unwrap()])
+        .ok();
+    assert_eq!(from_store.stdout_text(), from_file.stdout_text());
+    let ats: Vec<String> = (from_store.stdout_text().lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["at"].to_string())
+        .collect();
+    assert_eq!(ats[..2], [r#""again""#, r#""fourth""#], "{ats:?}");
+    assert!(ats.len() > 2, "ctxfold's own records follow: {ats:?}");
+    assert_eq!(
+        from_store.stderr.lines().count(),
+        from_file.stderr.lines().count(),
+        "{}",
+        from_store.stderr
+    );
+    assert_eq!(
+        from_store.stderr.lines().count(),
+        3,
+        "{}",
+        from_store.stderr
+    );
+}
+
+#[test]
 fn seeds_skips_a_session_that_is_no_ledger_and_indexes_the_others() {
     let env = Env::new();
     folded(&env);

@@ -6,7 +6,7 @@ use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::{Error, Result};
 use crate::ledger::{FileSource, Ledger};
 use crate::seeds::catalog::Catalog;
-use crate::seeds::index::read_union;
+use crate::seeds::index::{Standing, read_union};
 use crate::seeds::union::{Union, pi_index_files};
 
 /// Print the union of seed-index files: the records that stand, one JSON line each
@@ -65,6 +65,9 @@ impl Command for ReadSeedsArgs {
                 "name a seed-index FILE, --pi-session FILE or --session ID",
             ));
         }
+        if let (true, Some(id)) = (files.is_empty(), &self.session) {
+            return self.store_only(io, id);
+        }
         let mut union: Union = Union::default();
         for file in &files {
             if !union.read_file(file)? {
@@ -77,9 +80,7 @@ impl Command for ReadSeedsArgs {
         if let Some(id) = &self.session {
             let store = self.store.open()?;
             if !read_union(&store, &Catalog::load(&store)?, id, &mut union)? {
-                return Err(Error::not_found(format!(
-                    "{id}: no seed index in the store"
-                )));
+                return Err(no_index(id));
             }
         }
         for note in &union.notes {
@@ -90,4 +91,27 @@ impl Command for ReadSeedsArgs {
         }
         Ok(Status::Success)
     }
+}
+
+impl ReadSeedsArgs {
+    /// The store's index of `session` alone: its records streamed, not held (a long session's
+    /// take gigabytes).
+    fn store_only(&self, io: &mut Io<'_>, session: &str) -> Result<Status> {
+        let store = self.store.open()?;
+        let catalog = Catalog::load(&store)?;
+        let Some(standing) = Standing::of(&store, &catalog, session)? else {
+            return Err(no_index(session));
+        };
+        for note in &standing.notes {
+            io.note(note);
+        }
+        standing.each(&store, &catalog, session, &mut |record| {
+            emit(io.out, record.to_line())
+        })?;
+        Ok(Status::Success)
+    }
+}
+
+fn no_index(session: &str) -> Error {
+    Error::not_found(format!("{session}: no seed index in the store"))
 }

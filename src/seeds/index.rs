@@ -5,7 +5,7 @@
 //! (those not held yet, with seqs after the rest) and by the lines of another index file merged in
 //! as a union (the Pi extension's, an older store's), never by rewriting what is there.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use super::extract::{self, Midway, Resume, extract_from};
 use super::facts::FactsCache;
 use super::record::{FoldIndex, HARNESS, Made};
 use super::resume::Checkpoint;
-use super::union::{Record, Union};
+use super::union::{Record, Union, record_of_fields};
 use crate::digest::{Digest, Fingerprint};
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
@@ -116,6 +116,95 @@ pub fn read_union<R: Record>(
         union.read(reader, what)
     })
 }
+
+/// Which lines of a session's index hold the records that stand under the union's rules (see
+/// [`Union`]): what reads its records one at a time, without holding them all (a long session's
+/// each re-list every earlier span, and held whole they took gigabytes).
+pub struct Standing {
+    /// Each standing record's place among the index's lines, with its seq.
+    at: HashMap<u64, u64>,
+    /// What was skipped, one line each, for stderr.
+    pub notes: Vec<String>,
+}
+
+impl Standing {
+    /// Which records of `session`'s index stand; `None` when it has none.
+    pub fn of(store: &Store, catalog: &Catalog, session: &str) -> Result<Option<Self>> {
+        let mut union = Union::<Placed>::default();
+        if !read_union(store, catalog, session, &mut union)? {
+            return Ok(None);
+        }
+        let notes = std::mem::take(&mut union.notes);
+        let at = (union.records_at().into_iter())
+            .map(|(position, placed)| (position, placed.seq))
+            .collect();
+        Ok(Some(Self { at, notes }))
+    }
+
+    /// Hand each standing record to `each`, in the order their lines were appended, reading the
+    /// index again (see [`each_record_at`]).
+    pub fn each(
+        &self,
+        store: &Store,
+        catalog: &Catalog,
+        session: &str,
+        each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+    ) -> Result<()> {
+        each_record_at(store, catalog, session, &self.at, each)
+    }
+}
+
+/// Each record of `session`'s index whose line is one of `at` (its place among the index's lines
+/// as [`Union::records_at`] gives it, with the seq it was read with), read again whole, in order. A
+/// line that no longer holds that record (gc put a legacy file into the catalog meanwhile) is left
+/// out.
+pub fn each_record_at(
+    store: &Store,
+    catalog: &Catalog,
+    session: &str,
+    at: &HashMap<u64, u64>,
+    each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+) -> Result<()> {
+    if at.is_empty() {
+        return Ok(());
+    }
+    let (mut position, mut done) = (0, Ok(()));
+    each_line(store, catalog, session, &mut |line| {
+        position += 1;
+        let Some(&seq) = at.get(&position) else {
+            return;
+        };
+        // As the union read it: most lines as records, the others through a JSON value.
+        let record = serde_json::from_slice::<FoldIndex>(line).or_else(|_| {
+            serde_json::from_slice::<Value>(line).and_then(serde_json::from_value::<FoldIndex>)
+        });
+        if let Some(record) = record.ok().filter(|r| r.seq == seq)
+            && done.is_ok()
+        {
+            done = each(record);
+        }
+    })?;
+    done
+}
+
+/// What [`Standing::of`] keeps of a record, read whole all the same so
+/// that it stands or not as the record would.
+#[derive(Deserialize)]
+#[serde(from = "FoldIndex")]
+struct Placed {
+    v: u64,
+    kind: String,
+    seq: u64,
+}
+
+impl From<FoldIndex> for Placed {
+    fn from(record: FoldIndex) -> Self {
+        let FoldIndex { v, kind, seq, .. } = record;
+        Self { v, kind, seq }
+    }
+}
+
+record_of_fields!(Placed);
 
 /// What a session's index holds, for a writer about to add to it.
 #[derive(Default, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! the matching records whose text matches too, located in the session's ledger (the source file when
 //! it is still there and the right size, else the folded session) and checked against their sha256.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use regex::Regex;
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::catalog::Catalog;
 use super::index;
-use super::record::{FoldIndex, Span, command_text, error_text};
+use super::record::{Span, command_text, error_text};
 use super::union::{Union, record_of_fields};
 use crate::error::Result;
 use crate::ledger::{FileSource, Ledger, Source, StoreSource};
@@ -154,7 +154,7 @@ fn recall_session(
     emit: &mut dyn FnMut(Event) -> Result<()>,
 ) -> Result<()> {
     // Where the matching records' lines are in the index, with their seqs.
-    let mut matching = BTreeMap::new();
+    let mut matching = HashMap::new();
     for (position, record) in &records {
         if query.max_count.is_some_and(|max| matching.len() >= max) {
             break;
@@ -248,37 +248,23 @@ fn recall_session(
 }
 
 /// The spans of the records at `positions` in `session`'s index (with the seqs they were read
-/// with), once each (compact records repeat earlier spans), in the order of their records.
+/// with), once each (compact records repeat earlier spans), in the order of their records. One
+/// whose spans (or usage, or user messages) are not the contract's pulls none.
 fn spans_of(
     store: &Store,
     catalog: &Catalog,
     session: &str,
-    positions: &BTreeMap<u64, u64>,
+    positions: &HashMap<u64, u64>,
 ) -> Result<Vec<Span>> {
     let mut spans: Vec<Span> = Vec::new();
-    if positions.is_empty() {
-        return Ok(spans);
-    }
     let mut seen = HashSet::new();
-    let mut position = 0;
-    index::each_line(store, catalog, session, &mut |line| {
-        position += 1;
-        let Some(&seq) = positions.get(&position) else {
-            return;
-        };
-        // Read whole this time: one whose spans (or usage, or user messages) are not the
-        // contract's pulls none, and so does another line (gc moved a legacy file meanwhile).
-        let Ok(record) = serde_json::from_slice::<FoldIndex>(line) else {
-            return;
-        };
-        if record.seq != seq {
-            return;
-        }
+    index::each_record_at(store, catalog, session, positions, &mut |record| {
         for span in record.spans {
             if seen.insert((span.block_id.clone(), span.sha256.clone())) {
                 spans.push(span);
             }
         }
+        Ok(())
     })?;
     Ok(spans)
 }
