@@ -187,8 +187,8 @@ pub fn each_record_at(
     done
 }
 
-/// What [`Standing::of`] keeps of a record, read whole all the same so
-/// that it stands or not as the record would.
+/// What [`Standing::of`] keeps of a record, read whole all the same so that it stands or not as
+/// the record would.
 #[derive(Deserialize)]
 #[serde(from = "FoldIndex")]
 struct Placed {
