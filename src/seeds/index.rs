@@ -168,23 +168,21 @@ pub fn each_record_at(
     if at.is_empty() {
         return Ok(());
     }
-    let (mut position, mut done) = (0, Ok(()));
+    let mut position = 0;
     each_line(store, catalog, session, &mut |line| {
         position += 1;
         let Some(&seq) = at.get(&position) else {
-            return;
+            return Ok(());
         };
         // As the union read it: most lines as records, the others through a JSON value.
         let record = serde_json::from_slice::<FoldIndex>(line).or_else(|_| {
             serde_json::from_slice::<Value>(line).and_then(serde_json::from_value::<FoldIndex>)
         });
-        if let Some(record) = record.ok().filter(|r| r.seq == seq)
-            && done.is_ok()
-        {
-            done = each(record);
+        match record.ok().filter(|r| r.seq == seq) {
+            Some(record) => each(record),
+            None => Ok(()),
         }
-    })?;
-    done
+    })
 }
 
 /// What [`Standing::of`] keeps of a record, read whole all the same so that it stands or not as
@@ -238,7 +236,10 @@ impl Held {
             basis: catalog.of(session).map(|b| b.object).collect(),
             ..Held::default()
         };
-        each_line(store, catalog, session, &mut |line| held.line(line))?;
+        each_line(store, catalog, session, &mut |line| {
+            held.line(line);
+            Ok(())
+        })?;
         Ok(held)
     }
 
@@ -261,12 +262,13 @@ impl Held {
     }
 }
 
-/// Each line of `session`'s index, without its `\n`, in the order [`read_union`] reads them.
+/// Each line of `session`'s index, without its `\n`, in the order [`read_union`] reads them, until
+/// `each` fails.
 pub(super) fn each_line(
     store: &Store,
     catalog: &Catalog,
     session: &str,
-    each: &mut dyn FnMut(&[u8]),
+    each: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     let mut line = Vec::new();
     read_parts(store, catalog, session, &mut |reader, what| {
@@ -279,7 +281,7 @@ pub(super) fn each_line(
             {
                 return Ok(());
             }
-            each(line.strip_suffix(b"\n").unwrap_or(&line));
+            each(line.strip_suffix(b"\n").unwrap_or(&line))?;
         }
     })
     .map(drop)
@@ -591,6 +593,7 @@ pub fn union_lines(
     let mut held = HashSet::new();
     each_line(store, &catalog, session, &mut |line| {
         held.insert(Digest::of(line));
+        Ok(())
     })?;
     let mut bytes = Vec::new();
     let mut added = 0;
