@@ -49,17 +49,8 @@ impl Encoder {
     }
 
     fn build(level: i32, dictionary: Option<Arc<[u8]>>) -> Result<Self> {
-        check_level(level)?;
-        let mut compressor = match &dictionary {
-            None => zstd::bulk::Compressor::new(level),
-            Some(dictionary) => zstd::bulk::Compressor::with_dictionary(level, dictionary),
-        }
-        .context(|| "create zstd compressor".into())?;
-        compressor
-            .include_checksum(true)
-            .context(|| "configure zstd".into())?;
         Ok(Self {
-            compressor,
+            compressor: compressor(level, dictionary.as_deref())?,
             buffer: Vec::new(),
             level,
             dictionary,
@@ -81,6 +72,24 @@ impl Encoder {
             .context(|| "zstd compression".into())?;
         Ok(&self.buffer)
     }
+}
+
+/// A zstd context at `level` (a usage error if zstd has no such level), with `dictionary` if any,
+/// whose frames carry a checksum (content size and dictionary id are zstd's defaults).
+pub fn compressor(
+    level: i32,
+    dictionary: Option<&[u8]>,
+) -> Result<zstd::bulk::Compressor<'static>> {
+    check_level(level)?;
+    let mut compressor = match dictionary {
+        None => zstd::bulk::Compressor::new(level),
+        Some(dictionary) => zstd::bulk::Compressor::with_dictionary(level, dictionary),
+    }
+    .context(|| "create zstd compressor".into())?;
+    compressor
+        .include_checksum(true)
+        .context(|| "configure zstd".into())?;
+    Ok(compressor)
 }
 
 /// A zstd level the library accepts, or a usage error.

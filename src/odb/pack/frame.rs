@@ -15,6 +15,7 @@ use zstd::zstd_safe;
 use super::corrupt_block;
 use super::format::BlockRecord;
 use crate::error::{Error, IoContext, Result};
+use crate::odb::codec::compressor;
 use crate::odb::dictionary::{Dictionaries, Prepared};
 use crate::odb::extent::Extent;
 
@@ -33,35 +34,18 @@ pub struct Compressor {
 impl Compressor {
     /// Compressors at `level`, with `dictionary` if any, for blocks of `block_bytes`.
     pub fn new(level: i32, dictionary: Option<&[u8]>, block_bytes: usize) -> Result<Self> {
-        let range = zstd::compression_level_range();
-        if !range.contains(&level) {
-            return Err(Error::usage(format!(
-                "zstd level {level} is out of range {}..={}",
-                range.start(),
-                range.end()
-            )));
-        }
-        let build = || -> io::Result<zstd::bulk::Compressor<'static>> {
-            let mut compressor = match dictionary {
-                None => zstd::bulk::Compressor::new(level),
-                Some(dictionary) => zstd::bulk::Compressor::with_dictionary(level, dictionary),
-            }?;
-            // Content size and dictionary id are zstd's defaults; the checksum is not.
-            compressor.include_checksum(true)?;
-            Ok(compressor)
-        };
-        let configure = || -> io::Result<_> {
-            let mut large = build()?;
+        let mut large = compressor(level, dictionary)?;
+        let wide = |large: &mut zstd::bulk::Compressor<'static>| -> io::Result<()> {
             large.set_parameter(zstd_safe::CParameter::CompressionLevel(large_level(level)))?;
             large.long_distance_matching(true)?;
             // zstd narrows the window to a smaller block's size.
-            large.window_log(LARGE_WINDOW_LOG)?;
-            Ok(large)
+            large.window_log(LARGE_WINDOW_LOG)
         };
+        wide(&mut large).context(|| "configure zstd".into())?;
         Ok(Self {
             block_bytes,
-            usual: build().context(|| "create zstd compressor".into())?,
-            large: configure().context(|| "create zstd compressor".into())?,
+            usual: compressor(level, dictionary)?,
+            large,
         })
     }
 
