@@ -94,11 +94,15 @@ fn read_parts(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).with_path("open", &legacy),
     }
+    // One buffer for every batch: a long session's are megabytes each, and a fresh one's pages
+    // were a tenth of recall's time.
+    let mut bytes = Vec::new();
     for batch in catalog.of(session) {
         found = true;
-        let bytes = store
+        bytes.clear();
+        store
             .odb()
-            .read_to_vec(&batch.object, Some(batch.bytes))
+            .read(&batch.object, Some(batch.bytes), &mut bytes)
             .map_err(|e| e.context(format_args!("the seed index of {session}")))?;
         each(&mut &bytes[..], &format!("seed batch {}", batch.object))?;
     }
