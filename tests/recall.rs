@@ -315,6 +315,50 @@ fn recall_pulls_the_spans_of_the_record_that_stands_for_each_seq_in_every_part_o
 }
 
 #[test]
+fn recall_skips_a_record_malformed_in_its_spans_as_read_seeds_does() {
+    let env = Env::new();
+    folded(&env);
+    // Recall greps a record without building its spans: a record whose errors read but whose span
+    // does not is no record, and the one before it stands for its seq. Checked are those that
+    // replace a record (seq 3) and those that match (seq 4, the first of its seq).
+    let record = |seq: u64, error: &str, turn: &str| {
+        format!(
+            r#"{{"v":2,"kind":"fold-index","session":"pi","seq":{seq},"at":"x","trigger":"cap","errors":["npm ERR! code {error}"],"spans":[{{"blockId":"r:c1","tool":"bash","turn":{turn},"log":{{"bytes":1,"lines":1}}}}]}}"#
+        )
+    };
+    let lines = [
+        record(3, "ELIFECYCLE", "1"),
+        record(3, "EREPLACED", r#""one""#),
+        record(4, "EFRESH", r#""one""#),
+    ];
+    std::fs::create_dir_all(legacy_file(&env, "pi").parent().unwrap()).unwrap();
+    std::fs::write(legacy_file(&env, "pi"), lines.join("\n") + "\n").unwrap();
+    let run = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();
+    let out = run.stdout_text();
+    assert!(out.contains("ELIFECYCLE"), "{out}");
+    assert!(
+        !out.contains("EREPLACED") && !out.contains("EFRESH"),
+        "{out}"
+    );
+    assert_eq!(
+        run.stderr.matches("not a fold-index record").count(),
+        2,
+        "{}",
+        run.stderr
+    );
+    for skipped in ["EREPLACED", "EFRESH"] {
+        let run = env.run("ctxfold", ["recall", "-F", skipped]).fails(1);
+        assert_eq!(run.stdout_text(), "");
+    }
+    let out = env
+        .run("ctxfold", ["recall", "-F", "ELIFECYCLE"])
+        .ok()
+        .stdout_text();
+    assert!(out.contains("# session pi seq 3 errors: npm ERR!"), "{out}");
+    assert!(out.contains("verified=unverified"), "{out}");
+}
+
+#[test]
 fn read_seeds_gives_of_a_store_session_what_it_gives_of_a_file_of_its_lines() {
     let env = Env::new();
     folded(&env);

@@ -16,9 +16,10 @@ use serde_json::Value;
 use super::catalog::{self, Batch, Catalog};
 use super::extract::{self, Midway, Resume, extract_from};
 use super::facts::FactsCache;
+use super::lean::Lean;
 use super::record::{FoldIndex, HARNESS, Made};
 use super::resume::Checkpoint;
-use super::union::{Record, Union, record_of_fields};
+use super::union::{Record, Union};
 use crate::digest::{Digest, Fingerprint};
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
@@ -114,7 +115,7 @@ pub fn read_union<R: Record>(
     store: &Store,
     catalog: &Catalog,
     session: &str,
-    union: &mut Union<R>,
+    union: &mut Union<'_, R>,
 ) -> Result<bool> {
     read_parts(store, catalog, session, &mut |reader, what| {
         union.read(reader, what)
@@ -134,13 +135,13 @@ pub struct Standing {
 impl Standing {
     /// Which records of `session`'s index stand; `None` when it has none.
     pub fn of(store: &Store, catalog: &Catalog, session: &str) -> Result<Option<Self>> {
-        let mut union = Union::<Placed>::default();
+        let mut union = Union::<Lean>::default();
         if !read_union(store, catalog, session, &mut union)? {
             return Ok(None);
         }
         let notes = std::mem::take(&mut union.notes);
         let at = (union.records_at().into_iter())
-            .map(|(position, placed)| (position, placed.seq))
+            .map(|(position, record)| (position, record.seq))
             .collect();
         Ok(Some(Self { at, notes }))
     }
@@ -188,25 +189,6 @@ pub fn each_record_at(
         }
     })
 }
-
-/// What [`Standing::of`] keeps of a record, read whole all the same so that it stands or not as
-/// the record would.
-#[derive(Deserialize)]
-#[serde(from = "FoldIndex")]
-struct Placed {
-    v: u64,
-    kind: String,
-    seq: u64,
-}
-
-impl From<FoldIndex> for Placed {
-    fn from(record: FoldIndex) -> Self {
-        let FoldIndex { v, kind, seq, .. } = record;
-        Self { v, kind, seq }
-    }
-}
-
-record_of_fields!(Placed);
 
 /// What a session's index holds, for a writer about to add to it.
 #[derive(Default, Serialize, Deserialize)]

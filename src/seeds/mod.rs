@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod extract;
 pub mod facts;
 pub mod index;
+pub mod lean;
 pub mod lexicon;
 pub mod plan;
 pub mod recall;

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::catalog::Catalog;
 use super::index;
+use super::lean::Lean;
 use super::record::{Span, command_text, error_text};
 use super::union::{Union, record_of_fields};
 use crate::error::Result;
@@ -55,7 +56,8 @@ impl Field {
 
 /// What recall greps of a record. Its spans are read again for the records that match, and only
 /// for those: a long session's records each re-list every earlier span, and its index held whole
-/// took gigabytes (1.5 GB and 6 s for a 1 GB rollout's 725 MB of records).
+/// took gigabytes (1.5 GB and 6 s for a 1 GB rollout's 725 MB of records). A record that matches
+/// is checked whole (see [`Union::checking`]).
 #[derive(Deserialize)]
 struct Greppable {
     v: u64,
@@ -71,7 +73,7 @@ struct Greppable {
     identifiers: Vec<String>,
 }
 
-record_of_fields!(Greppable);
+record_of_fields!(Greppable, whole if Lean);
 
 /// A record value the pattern matched.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -119,6 +121,15 @@ pub struct Query<'a> {
     pub max_count: Option<usize>,
 }
 
+impl Query<'_> {
+    /// The values of `record` the pattern matches, field by field.
+    fn matches<'r>(&self, record: &'r Greppable) -> impl Iterator<Item = (Field, &'r str)> {
+        (self.fields.iter())
+            .flat_map(|&field| field.values(record).into_iter().map(move |v| (field, v)))
+            .filter(|(_, value)| self.pattern.is_match(value))
+    }
+}
+
 /// Decoded blocks kept while reading the seed index: a few, for the batches of neighbouring
 /// sessions that share them, at every block size we write (the cache keeps a block of at most a
 /// quarter of its budget: below that, each batch of a repacked store decoded its whole block).
@@ -136,7 +147,8 @@ pub fn recall(
         if query.session.is_some_and(|s| s != session) {
             continue;
         }
-        let mut union = Union::<Greppable>::default();
+        let matters = |record: &Greppable| query.matches(record).next().is_some();
+        let mut union = Union::checking(&matters);
         if !index::read_union(store, &catalog, &session, &mut union)? {
             continue;
         }
@@ -160,19 +172,14 @@ fn recall_session(
             break;
         }
         let mut matched = false;
-        for &field in query.fields {
-            for value in field.values(record) {
-                if query.pattern.is_match(value) {
-                    matched = true;
-                    let (seq, value) = (record.seq, value.to_string());
-                    emit(Event::Match(Match {
-                        session: session.into(),
-                        seq,
-                        field: field.name(),
-                        value,
-                    }))?;
-                }
-            }
+        for (field, value) in query.matches(record) {
+            matched = true;
+            emit(Event::Match(Match {
+                session: session.into(),
+                seq: record.seq,
+                field: field.name(),
+                value: value.to_string(),
+            }))?;
         }
         if matched {
             matching.insert(*position, record.seq);
