@@ -408,6 +408,29 @@ fn read_seeds_gives_of_a_store_session_what_it_gives_of_a_file_of_its_lines() {
         "{}",
         from_store.stderr
     );
+    // Files named and the store's index read as one, the files first.
+    let extra = env.path("extra.jsonl");
+    let extra_lines = format!("{}\n{}\n", record(4, "replaced"), record(99, "from a file"));
+    std::fs::write(&extra, &extra_lines).unwrap();
+    let joined = env.path("joined.jsonl");
+    std::fs::write(
+        &joined,
+        extra_lines + &std::fs::read_to_string(&whole).unwrap(),
+    )
+    .unwrap();
+    let extra = extra.to_str().unwrap();
+    let both = env
+        .run("ctxfold-read-seeds", [extra, "--session", "pi"])
+        .ok();
+    let from_joined = env
+        .run("ctxfold-read-seeds", [joined.to_str().unwrap()])
+        .ok();
+    assert_eq!(both.stdout_text(), from_joined.stdout_text());
+    assert!(both.stdout_text().contains(r#""at":"from a file""#));
+    assert!(!both.stdout_text().contains(r#""at":"replaced""#));
+    env.run("ctxfold-read-seeds", [extra, "--session", "elsewhere"])
+        .fails(1)
+        .one_line_error("elsewhere: no seed index in the store");
 }
 
 #[test]

@@ -1,13 +1,15 @@
 //! `ctxfold-read-seeds`: the union of seed-index files under the contract's rules.
 
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::ledger::{FileSource, Ledger};
 use crate::seeds::catalog::Catalog;
-use crate::seeds::index::{Standing, read_union};
-use crate::seeds::union::{Union, pi_index_files};
+use crate::seeds::index::{Parts, Standing, StoreIndex};
+use crate::seeds::union::pi_index_files;
 
 /// Print the union of seed-index files: the records that stand, one JSON line each
 ///
@@ -60,58 +62,68 @@ impl Command for ReadSeedsArgs {
             }
             files.extend(found);
         }
-        if files.is_empty() && self.session.is_none() {
+        let store = self
+            .session
+            .as_ref()
+            .map(|_| self.store.open())
+            .transpose()?;
+        let catalog = store.as_ref().map(Catalog::load).transpose()?;
+        let given = Given {
+            files: &files,
+            store: (store
+                .as_ref()
+                .zip(catalog.as_ref())
+                .zip(self.session.as_deref()))
+            .map(|((store, catalog), session)| StoreIndex {
+                store,
+                catalog,
+                session,
+            }),
+        };
+        // Which records stand, then those records, one at a time: a long session's take gigabytes.
+        let Some(standing) = Standing::of(&given)? else {
             return Err(Error::usage(
                 "name a seed-index FILE, --pi-session FILE or --session ID",
             ));
-        }
-        if let (true, Some(id)) = (files.is_empty(), &self.session) {
-            return self.store_only(io, id);
-        }
-        let mut union: Union = Union::default();
-        for file in &files {
-            if !union.read_file(file)? {
-                return Err(Error::not_found(format!(
-                    "{}: no such file",
-                    file.display()
-                )));
-            }
-        }
-        if let Some(id) = &self.session {
-            let store = self.store.open()?;
-            if !read_union(&store, &Catalog::load(&store)?, id, &mut union)? {
-                return Err(no_index(id));
-            }
-        }
-        for note in &union.notes {
-            io.note(note);
-        }
-        for record in union.records() {
-            emit(io.out, record.to_line())?;
-        }
-        Ok(Status::Success)
-    }
-}
-
-impl ReadSeedsArgs {
-    /// The store's index of `session` alone: its records streamed, not held (a long session's
-    /// take gigabytes).
-    fn store_only(&self, io: &mut Io<'_>, session: &str) -> Result<Status> {
-        let store = self.store.open()?;
-        let catalog = Catalog::load(&store)?;
-        let Some(standing) = Standing::of(&store, &catalog, session)? else {
-            return Err(no_index(session));
         };
         for note in &standing.notes {
             io.note(note);
         }
-        standing.each(&store, &catalog, session, &mut |record| {
-            emit(io.out, record.to_line())
-        })?;
+        standing.each(&given, &mut |record| emit(io.out, record.to_line()))?;
         Ok(Status::Success)
     }
 }
 
-fn no_index(session: &str) -> Error {
-    Error::not_found(format!("{session}: no seed index in the store"))
+/// The seed-index files named, then the store's index of a session.
+struct Given<'a> {
+    files: &'a [PathBuf],
+    store: Option<StoreIndex<'a>>,
+}
+
+impl Parts for Given<'_> {
+    fn each_part(
+        &self,
+        each: &mut dyn FnMut(&mut dyn BufRead, &str) -> Result<()>,
+    ) -> Result<bool> {
+        for path in self.files {
+            let file = match File::open(path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let missing = format!("{}: no such file", path.display());
+                    return Err(Error::not_found(missing));
+                }
+                Err(e) => return Err(e).with_path("open", path),
+            };
+            each(&mut BufReader::new(file), &path.display().to_string())?;
+        }
+        if let Some(index) = &self.store
+            && !index.each_part(each)?
+        {
+            return Err(Error::not_found(format!(
+                "{}: no seed index in the store",
+                index.session
+            )));
+        }
+        Ok(!self.files.is_empty() || self.store.is_some())
+    }
 }

@@ -77,54 +77,64 @@ pub fn sessions(store: &Store, catalog: &Catalog) -> Result<Vec<String>> {
     Ok(sessions)
 }
 
-/// Hand each part of `session`'s index to `each` (a reader and a name for messages), in order;
-/// false when it has none.
-fn read_parts(
-    store: &Store,
-    catalog: &Catalog,
-    session: &str,
-    each: &mut dyn FnMut(&mut dyn BufRead, &str) -> Result<()>,
-) -> Result<bool> {
-    let legacy = legacy_path(store, session)?;
-    let mut found = false;
-    match File::open(&legacy) {
-        Ok(file) => {
-            found = true;
-            each(&mut BufReader::new(file), &legacy.display().to_string())?;
+/// What an index is read from: its parts in order, each a reader and a name for messages.
+pub trait Parts {
+    /// Hand each part to `each`, in order; false when there is none.
+    fn each_part(&self, each: &mut dyn FnMut(&mut dyn BufRead, &str) -> Result<()>)
+    -> Result<bool>;
+}
+
+/// A session's index in the store: its legacy file if an older store left one, then its batches.
+pub struct StoreIndex<'a> {
+    pub store: &'a Store,
+    pub catalog: &'a Catalog,
+    pub session: &'a str,
+}
+
+impl Parts for StoreIndex<'_> {
+    fn each_part(
+        &self,
+        each: &mut dyn FnMut(&mut dyn BufRead, &str) -> Result<()>,
+    ) -> Result<bool> {
+        let Self {
+            store,
+            catalog,
+            session,
+        } = *self;
+        let legacy = legacy_path(store, session)?;
+        let mut found = false;
+        match File::open(&legacy) {
+            Ok(file) => {
+                found = true;
+                each(&mut BufReader::new(file), &legacy.display().to_string())?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_path("open", &legacy),
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_path("open", &legacy),
+        // One buffer for every batch: a long session's are megabytes each, and a fresh one's pages
+        // were a tenth of recall's time.
+        let mut bytes = Vec::new();
+        for batch in catalog.of(session) {
+            found = true;
+            bytes.clear();
+            store
+                .odb()
+                .read(&batch.object, Some(batch.bytes), &mut bytes)
+                .map_err(|e| e.context(format_args!("the seed index of {session}")))?;
+            each(&mut &bytes[..], &format!("seed batch {}", batch.object))?;
+        }
+        Ok(found)
     }
-    // One buffer for every batch: a long session's are megabytes each, and a fresh one's pages
-    // were a tenth of recall's time.
-    let mut bytes = Vec::new();
-    for batch in catalog.of(session) {
-        found = true;
-        bytes.clear();
-        store
-            .odb()
-            .read(&batch.object, Some(batch.bytes), &mut bytes)
-            .map_err(|e| e.context(format_args!("the seed index of {session}")))?;
-        each(&mut &bytes[..], &format!("seed batch {}", batch.object))?;
-    }
-    Ok(found)
 }
 
-/// Read `session`'s index into `union`; false when it has none.
-pub fn read_union<R: Record>(
-    store: &Store,
-    catalog: &Catalog,
-    session: &str,
-    union: &mut Union<'_, R>,
-) -> Result<bool> {
-    read_parts(store, catalog, session, &mut |reader, what| {
-        union.read(reader, what)
-    })
+/// Read the index `parts` holds into `union`; false when it has none.
+pub fn read_union<R: Record>(parts: &dyn Parts, union: &mut Union<'_, R>) -> Result<bool> {
+    parts.each_part(&mut |reader, what| union.read(reader, what))
 }
 
-/// Which lines of a session's index hold the records that stand under the union's rules (see
-/// [`Union`]): what reads its records one at a time, without holding them all (a long session's
-/// each re-list every earlier span, and held whole they took gigabytes).
+/// Which lines of an index hold the records that stand under the union's rules (see [`Union`]):
+/// what reads its records one at a time, without holding them all (a long session's each re-list
+/// every earlier span, and held whole they took gigabytes).
 pub struct Standing {
     /// Each standing record's place among the index's lines, with its seq.
     at: HashMap<u64, u64>,
@@ -133,10 +143,10 @@ pub struct Standing {
 }
 
 impl Standing {
-    /// Which records of `session`'s index stand; `None` when it has none.
-    pub fn of(store: &Store, catalog: &Catalog, session: &str) -> Result<Option<Self>> {
+    /// Which records of the index `parts` holds stand; `None` when it has none.
+    pub fn of(parts: &dyn Parts) -> Result<Option<Self>> {
         let mut union = Union::<Lean>::default();
-        if !read_union(store, catalog, session, &mut union)? {
+        if !read_union(parts, &mut union)? {
             return Ok(None);
         }
         let notes = std::mem::take(&mut union.notes);
@@ -150,23 +160,19 @@ impl Standing {
     /// index again (see [`each_record_at`]).
     pub fn each(
         &self,
-        store: &Store,
-        catalog: &Catalog,
-        session: &str,
+        parts: &dyn Parts,
         each: &mut dyn FnMut(FoldIndex) -> Result<()>,
     ) -> Result<()> {
-        each_record_at(store, catalog, session, &self.at, each)
+        each_record_at(parts, &self.at, each)
     }
 }
 
-/// Each record of `session`'s index whose line is one of `at` (its place among the index's lines
-/// as [`Union::records_at`] gives it, with the seq it was read with), read again whole, in order. A
-/// line that no longer holds that record (gc put a legacy file into the catalog meanwhile) is left
-/// out.
+/// Each record of the index `parts` holds whose line is one of `at` (its place among the index's
+/// lines as [`Union::records_at`] gives it, with the seq it was read with), read again whole, in
+/// order. A line that no longer holds that record (gc put a store's legacy file into its catalog
+/// meanwhile) is left out.
 pub fn each_record_at(
-    store: &Store,
-    catalog: &Catalog,
-    session: &str,
+    parts: &dyn Parts,
     at: &HashMap<u64, u64>,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
 ) -> Result<()> {
@@ -174,7 +180,7 @@ pub fn each_record_at(
         return Ok(());
     }
     let mut position = 0;
-    each_line(store, catalog, session, &mut |line| {
+    each_line(parts, &mut |line| {
         position += 1;
         let Some(&seq) = at.get(&position) else {
             return Ok(());
@@ -222,7 +228,12 @@ impl Held {
             basis: catalog.of(session).map(|b| b.object).collect(),
             ..Held::default()
         };
-        each_line(store, catalog, session, &mut |line| {
+        let parts = StoreIndex {
+            store,
+            catalog,
+            session,
+        };
+        each_line(&parts, &mut |line| {
             held.line(line);
             Ok(())
         })?;
@@ -248,29 +259,28 @@ impl Held {
     }
 }
 
-/// Each line of `session`'s index, without its `\n`, in the order [`read_union`] reads them, until
+/// Each line of the index `parts` holds, without its `\n`, in the order [`read_union`] reads them, until
 /// `each` fails.
 pub(super) fn each_line(
-    store: &Store,
-    catalog: &Catalog,
-    session: &str,
+    parts: &dyn Parts,
     each: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     let mut line = Vec::new();
-    read_parts(store, catalog, session, &mut |reader, what| {
-        loop {
-            line.clear();
-            if reader
-                .read_until(b'\n', &mut line)
-                .context(|| format!("read {what}"))?
-                == 0
-            {
-                return Ok(());
+    parts
+        .each_part(&mut |reader, what| {
+            loop {
+                line.clear();
+                if reader
+                    .read_until(b'\n', &mut line)
+                    .context(|| format!("read {what}"))?
+                    == 0
+                {
+                    return Ok(());
+                }
+                each(line.strip_suffix(b"\n").unwrap_or(&line))?;
             }
-            each(line.strip_suffix(b"\n").unwrap_or(&line))?;
-        }
-    })
-    .map(drop)
+        })
+        .map(drop)
 }
 
 /// Whether `catalog` lists exactly the batches `basis` names for `session`.
@@ -577,7 +587,12 @@ pub fn union_lines(
     catalog.refresh(store)?;
     // The lines it holds, by their sha256.
     let mut held = HashSet::new();
-    each_line(store, &catalog, session, &mut |line| {
+    let parts = StoreIndex {
+        store,
+        catalog: &catalog,
+        session,
+    };
+    each_line(&parts, &mut |line| {
         held.insert(Digest::of(line));
         Ok(())
     })?;
@@ -736,11 +751,17 @@ mod tests {
     fn index(store: &Store) -> Vec<u8> {
         let catalog = Catalog::load(store).unwrap();
         let mut bytes = Vec::new();
-        read_parts(store, &catalog, SESSION, &mut |reader, _| {
-            reader.read_to_end(&mut bytes).unwrap();
-            Ok(())
-        })
-        .unwrap();
+        let parts = StoreIndex {
+            store,
+            catalog: &catalog,
+            session: SESSION,
+        };
+        parts
+            .each_part(&mut |reader, _| {
+                reader.read_to_end(&mut bytes).unwrap();
+                Ok(())
+            })
+            .unwrap();
         bytes
     }
 

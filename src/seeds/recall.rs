@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::catalog::Catalog;
-use super::index;
+use super::index::{self, StoreIndex};
 use super::lean::Lean;
 use super::record::{Span, command_text, error_text};
 use super::union::{Union, record_of_fields};
@@ -149,7 +149,12 @@ pub fn recall(
         }
         let matters = |record: &Greppable| query.matches(record).next().is_some();
         let mut union = Union::checking(&matters);
-        if !index::read_union(store, &catalog, &session, &mut union)? {
+        let parts = StoreIndex {
+            store,
+            catalog: &catalog,
+            session: &session,
+        };
+        if !index::read_union(&parts, &mut union)? {
             continue;
         }
         recall_session(store, &catalog, &session, union.records_at(), query, emit)?;
@@ -265,7 +270,12 @@ fn spans_of(
 ) -> Result<Vec<Span>> {
     let mut spans: Vec<Span> = Vec::new();
     let mut seen = HashSet::new();
-    index::each_record_at(store, catalog, session, positions, &mut |record| {
+    let parts = StoreIndex {
+        store,
+        catalog,
+        session,
+    };
+    index::each_record_at(&parts, positions, &mut |record| {
         for span in record.spans {
             if seen.insert((span.block_id.clone(), span.sha256.clone())) {
                 spans.push(span);

@@ -199,29 +199,12 @@ impl<R: Record> Union<'_, R> {
         Ok(())
     }
 
-    /// The surviving records in the order their lines were appended.
-    pub fn records(self) -> Vec<R> {
-        let live = self.records_at();
-        live.into_iter().map(|(_, record)| record).collect()
-    }
-
     /// The surviving records in the order their lines were appended, each with its line's place
     /// among every line read (the first is 1, blank lines count).
     pub fn records_at(self) -> Vec<(u64, R)> {
         let mut live: Vec<_> = self.live.into_values().collect();
         live.sort_by_key(|(position, _)| *position);
         live
-    }
-
-    /// Read `path` when it exists.
-    pub fn read_file(&mut self, path: &Path) -> Result<bool> {
-        match std::fs::File::open(path) {
-            Ok(file) => self
-                .read(std::io::BufReader::new(file), &path.display().to_string())
-                .map(|()| true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e).with_path("open", path),
-        }
     }
 }
 
@@ -245,7 +228,11 @@ mod tests {
         let mut u: Union = Union::default();
         u.read(text.as_bytes(), "t").unwrap();
         let notes = u.notes.len();
-        let records = u.records().into_iter().map(|r| (r.seq, r.at)).collect();
+        let records = u
+            .records_at()
+            .into_iter()
+            .map(|(_, r)| (r.seq, r.at))
+            .collect();
         (records, notes)
     }
 
