@@ -412,9 +412,9 @@ impl Run<'_> {
             }
         }
         let mut ready = Vec::new();
-        for pending in group {
-            let blocked = match &pending.prepared.manifest {
-                Some(manifest) => !self.all_present(manifest)?,
+        for mut pending in group {
+            let blocked = match &mut pending.prepared.manifest {
+                Some(manifest) => !fill_stored_bytes(self.store, manifest)?,
                 None => false,
             };
             if blocked {
@@ -424,15 +424,6 @@ impl Run<'_> {
             }
         }
         self.commit(ready, true)
-    }
-
-    fn all_present(&self, manifest: &Manifest) -> Result<bool> {
-        for part in &manifest.parts {
-            if !self.store.odb().contains(&part.object.sha256)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
     }
 
     /// Commit the manifests of `group` (their objects in place), list their seed batches, then
@@ -525,17 +516,22 @@ impl Run<'_> {
 }
 
 /// Packed objects' stored sizes are known once their pack is written: the manifest records them.
-fn fill_stored_bytes(store: &Store, manifest: &mut Manifest) -> Result<()> {
+/// False when an object whose size was not known is not in the store (yet); one whose size was
+/// known was found there as it was folded, and is not looked for again (the commit checks every
+/// object is present).
+fn fill_stored_bytes(store: &Store, manifest: &mut Manifest) -> Result<bool> {
+    let mut all = true;
     for part in manifest
         .parts
         .iter_mut()
         .filter(|p| p.object.stored_bytes == 0)
     {
-        if let Some(found) = store.odb().locate(&part.object.sha256)? {
-            part.object.stored_bytes = found.stored_bytes;
+        match store.odb().locate(&part.object.sha256)? {
+            Some(found) => part.object.stored_bytes = found.stored_bytes,
+            None => all = false,
         }
     }
-    Ok(())
+    Ok(all)
 }
 
 /// A manifest the group commit refused. Another fold of the same session may have committed
