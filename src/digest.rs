@@ -125,15 +125,17 @@ mod hex_u128 {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
     pub fn serialize<S: Serializer>(value: &u128, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{value:032x}"))
+        let mut text = [0u8; 32];
+        super::hex(&value.to_be_bytes(), &mut text);
+        s.serialize_str(std::str::from_utf8(&text).expect("hex is ascii"))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        match text.len() == 32 {
-            true => u128::from_str_radix(&text, 16).map_err(D::Error::custom),
-            false => Err(D::Error::custom("not 32 hex digits")),
-        }
+        let mut bytes = [0u8; 16];
+        super::unhex(text.as_bytes(), &mut bytes)
+            .ok_or_else(|| D::Error::custom("not 32 lowercase hex digits"))?;
+        Ok(u128::from_be_bytes(bytes))
     }
 }
 
@@ -250,8 +252,7 @@ impl Hasher {
         let mut text = vec![0u8; 2 * state.len()];
         hex(&state, &mut text);
         Midstate {
-            bytes: self.bytes(),
-            xxh3: format!("{:032x}", self.fingerprint().xxh3),
+            seen: self.fingerprint(),
             sha256: String::from_utf8(text).expect("hex is ascii"),
         }
     }
@@ -260,9 +261,7 @@ impl Hasher {
     /// has to be given `fingerprinter`, which saw bytes just as cheaply, to tell they were the same
     /// ones. `None` when they were not (or the midstate does not read).
     pub fn resume(fingerprinter: Fingerprinter, midstate: &Midstate) -> Option<Self> {
-        let seen = fingerprinter.fingerprint();
-        let xxh3 = u128::from_str_radix(&midstate.xxh3, 16).ok()?;
-        if seen.bytes != midstate.bytes || seen.xxh3 != xxh3 {
+        if fingerprinter.fingerprint() != midstate.seen {
             return None;
         }
         let mut state = SerializedState::<Sha256>::default();
@@ -280,15 +279,15 @@ impl Hasher {
 /// to a sha256 that is then checked against the manifest's own.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Midstate {
-    bytes: u64,
-    xxh3: String,
+    #[serde(flatten)]
+    seen: Fingerprint,
     sha256: String,
 }
 
 impl Midstate {
     /// How many bytes it was taken after.
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.seen.bytes
     }
 }
 
@@ -499,10 +498,39 @@ mod tests {
             serde_json::from_value::<Fingerprint>(value).unwrap(),
             fingerprint
         );
-        for bad in ["1", "-1", "0x1", &"g".repeat(32), &"0".repeat(33)] {
+        let plus = format!("+{}", "0".repeat(31));
+        let capitals = format!("{:032X}", fingerprint.xxh3);
+        for bad in ["1", "-1", "0x1", &"g".repeat(32), &"0".repeat(33), &plus, &capitals] {
             let json = format!(r#"{{"bytes":8,"xxh3":"{bad}"}}"#);
             assert!(serde_json::from_str::<Fingerprint>(&json).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_midstate_reads_back_and_resumes_only_after_the_same_bytes() {
+        let (head, tail) = (b"the first bytes, ".repeat(9), b"and the rest");
+        let mut hasher = Hasher::default();
+        hasher.update(&head);
+        let json = serde_json::to_string(&hasher.midstate()).unwrap();
+        let xxh3 = format!("{:032x}", Fingerprint::of(&head).xxh3);
+        assert!(
+            json.starts_with(&format!(r#"{{"bytes":153,"xxh3":"{xxh3}","sha256":""#)),
+            "{json}"
+        );
+        let midstate: Midstate = serde_json::from_str(&json).unwrap();
+        let seen = |bytes: &[u8]| {
+            let mut fingerprinter = Fingerprinter::default();
+            fingerprinter.update(bytes);
+            fingerprinter
+        };
+        let mut resumed = Hasher::resume(seen(&head), &midstate).expect("the same bytes");
+        resumed.update(tail);
+        assert_eq!(resumed.sha256(), Digest::of(&[&head[..], tail].concat()));
+        let mut other = head.clone();
+        other[0] ^= 1;
+        assert!(Hasher::resume(seen(&other), &midstate).is_none());
+        let capitals = json.replace(&xxh3, &xxh3.to_uppercase());
+        assert!(serde_json::from_str::<Midstate>(&capitals).is_err());
     }
 
     #[test]
