@@ -167,14 +167,25 @@ impl Standing {
     }
 }
 
-/// Each record of the index `parts` holds whose line is one of `at` (its place among the index's
-/// lines as [`Union::records_at`] gives it, with the seq it was read with), read again whole, in
-/// order. A line that no longer holds that record (gc put a store's legacy file into its catalog
-/// meanwhile) is left out.
+/// Each record of the index `parts` holds whose line is one of `at` (see [`each_line_at`]), read
+/// again whole, in order.
 pub fn each_record_at(
     parts: &dyn Parts,
     at: &HashMap<u64, u64>,
     each: &mut dyn FnMut(FoldIndex) -> Result<()>,
+) -> Result<()> {
+    each_line_at(parts, at, &mut |line, seq| match record_at(line, seq) {
+        Some(record) => each(record),
+        None => Ok(()),
+    })
+}
+
+/// Each line of the index `parts` holds that is one of `at` (its place among the index's lines as
+/// [`Union::records_at`] gives it, with the seq it was read with), in order, with that seq.
+pub fn each_line_at(
+    parts: &dyn Parts,
+    at: &HashMap<u64, u64>,
+    each: &mut dyn FnMut(&[u8], u64) -> Result<()>,
 ) -> Result<()> {
     if at.is_empty() {
         return Ok(());
@@ -182,18 +193,21 @@ pub fn each_record_at(
     let mut position = 0;
     each_line(parts, &mut |line| {
         position += 1;
-        let Some(&seq) = at.get(&position) else {
-            return Ok(());
-        };
-        // As the union read it: most lines as records, the others through a JSON value.
-        let record = serde_json::from_slice::<FoldIndex>(line).or_else(|_| {
-            serde_json::from_slice::<Value>(line).and_then(serde_json::from_value::<FoldIndex>)
-        });
-        match record.ok().filter(|r| r.seq == seq) {
-            Some(record) => each(record),
+        match at.get(&position) {
+            Some(&seq) => each(line, seq),
             None => Ok(()),
         }
     })
+}
+
+/// The record `line` holds, if it is the one with `seq`: a line that no longer holds the record
+/// read there before (gc put a store's legacy file into its catalog meanwhile) holds none.
+pub fn record_at(line: &[u8], seq: u64) -> Option<FoldIndex> {
+    // As the union read it: most lines as records, the others through a JSON value.
+    let record = serde_json::from_slice::<FoldIndex>(line).or_else(|_| {
+        serde_json::from_slice::<Value>(line).and_then(serde_json::from_value::<FoldIndex>)
+    });
+    record.ok().filter(|r| r.seq == seq)
 }
 
 /// What a session's index holds, for a writer about to add to it.
