@@ -500,7 +500,15 @@ mod tests {
         );
         let plus = format!("+{}", "0".repeat(31));
         let capitals = format!("{:032X}", fingerprint.xxh3);
-        for bad in ["1", "-1", "0x1", &"g".repeat(32), &"0".repeat(33), &plus, &capitals] {
+        for bad in [
+            "1",
+            "-1",
+            "0x1",
+            &"g".repeat(32),
+            &"0".repeat(33),
+            &plus,
+            &capitals,
+        ] {
             let json = format!(r#"{{"bytes":8,"xxh3":"{bad}"}}"#);
             assert!(serde_json::from_str::<Fingerprint>(&json).is_err(), "{bad}");
         }

@@ -270,6 +270,20 @@ impl Ledger<'_> {
     /// Locate blocks by id, as a resolver does: the latest block of each plain id over every branch,
     /// and each `:edit:<editId>` revision by its edit. Returns what was found.
     pub fn resolve(&self, wanted: &HashSet<String>) -> Result<HashMap<String, Block>> {
+        let found = self.resolve_where(wanted, &|_| true)?;
+        Ok((found.into_iter())
+            .filter_map(|(id, block)| Some((id, block?)))
+            .collect())
+    }
+
+    /// [`resolve`](Self::resolve), keeping only the blocks found that `keep` takes: every id
+    /// found, each with its block if it was kept (recall keeps those its pattern matches, of
+    /// spans that may name a long session's every block).
+    pub fn resolve_where(
+        &self,
+        wanted: &HashSet<String>,
+        keep: &dyn Fn(&Block) -> bool,
+    ) -> Result<HashMap<String, Option<Block>>> {
         // For every edit revision asked for: target entry -> edit entries.
         let mut edits_for: HashMap<usize, Vec<usize>> = HashMap::new();
         for id in wanted {
@@ -295,7 +309,7 @@ impl Ledger<'_> {
         self.walk(|visit| {
             for block in &visit.blocks {
                 if wanted.contains(&block.id) {
-                    found.insert(block.id.clone(), block.clone());
+                    found.insert(block.id.clone(), keep(block).then(|| block.clone()));
                 }
             }
             for &edit in edits_for
@@ -305,7 +319,7 @@ impl Ledger<'_> {
             {
                 for block in self.edited(&visit, edit).unwrap_or_default() {
                     if wanted.contains(&block.id) {
-                        found.insert(block.id.clone(), block);
+                        found.insert(block.id.clone(), keep(&block).then_some(block));
                     }
                 }
             }

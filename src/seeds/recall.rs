@@ -220,17 +220,18 @@ fn recall_session(
     }
     let ledger = Ledger::scan(source)?;
     let wanted: HashSet<String> = spans.iter().map(|s| s.block_id.clone()).collect();
-    let blocks = ledger.resolve(&wanted)?;
+    let blocks = ledger.resolve_where(&wanted, &|block| query.pattern.is_match(&block.text))?;
     store.odb().set_block_cache(INDEX_CACHE_BYTES);
     let mut missing = 0;
     for span in spans {
-        let Some(block) = blocks.get(&span.block_id) else {
+        let Some(found) = blocks.get(&span.block_id) else {
             missing += 1;
             continue;
         };
-        if !query.pattern.is_match(&block.text) {
+        // Only the blocks the pattern matches were kept.
+        let Some(block) = found else {
             continue;
-        }
+        };
         let verified = match &span.sha256 {
             None => Verified::Unverified,
             Some(sha)
