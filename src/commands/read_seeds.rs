@@ -1,14 +1,14 @@
 //! `ctxfold-read-seeds`: the union of seed-index files under the contract's rules.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{FileSource, Ledger};
 use crate::seeds::catalog::Catalog;
-use crate::seeds::index::{Parts, Standing, StoreIndex};
+use crate::seeds::index::{EachPart, Parts, Standing, StoreIndex};
 use crate::seeds::union::pi_index_files;
 
 /// Print the union of seed-index files: the records that stand, one JSON line each
@@ -101,10 +101,7 @@ struct Given<'a> {
 }
 
 impl Parts for Given<'_> {
-    fn each_part(
-        &self,
-        each: &mut dyn FnMut(&mut dyn BufRead, &str) -> Result<()>,
-    ) -> Result<bool> {
+    fn each_part(&self, each: &mut EachPart<'_>) -> Result<bool> {
         for path in self.files {
             let file = match File::open(path) {
                 Ok(file) => file,
@@ -114,7 +111,9 @@ impl Parts for Given<'_> {
                 }
                 Err(e) => return Err(e).with_path("open", path),
             };
-            each(&mut BufReader::new(file), &path.display().to_string())?;
+            if each(&mut BufReader::new(file), &path.display().to_string())?.is_break() {
+                return Ok(true);
+            }
         }
         if let Some(index) = &self.store
             && !index.each_part(each)?

@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -79,10 +80,12 @@ pub fn sessions(store: &Store, catalog: &Catalog) -> Result<Vec<String>> {
 
 /// What an index is read from: its parts in order, each a reader and a name for messages.
 pub trait Parts {
-    /// Hand each part to `each`, in order; false when there is none.
-    fn each_part(&self, each: &mut dyn FnMut(&mut dyn BufRead, &str) -> Result<()>)
-    -> Result<bool>;
+    /// Hand each part to `each`, in order, until it says to stop; false when there is none.
+    fn each_part(&self, each: &mut EachPart<'_>) -> Result<bool>;
 }
+
+/// What is done with each part of an index: [`ControlFlow::Break`] when no more are wanted.
+pub type EachPart<'a> = dyn FnMut(&mut dyn BufRead, &str) -> Result<ControlFlow<()>> + 'a;
 
 /// A session's index in the store: its legacy file if an older store left one, then its batches.
 pub struct StoreIndex<'a> {
@@ -92,10 +95,7 @@ pub struct StoreIndex<'a> {
 }
 
 impl Parts for StoreIndex<'_> {
-    fn each_part(
-        &self,
-        each: &mut dyn FnMut(&mut dyn BufRead, &str) -> Result<()>,
-    ) -> Result<bool> {
+    fn each_part(&self, each: &mut EachPart<'_>) -> Result<bool> {
         let Self {
             store,
             catalog,
@@ -106,7 +106,10 @@ impl Parts for StoreIndex<'_> {
         match File::open(&legacy) {
             Ok(file) => {
                 found = true;
-                each(&mut BufReader::new(file), &legacy.display().to_string())?;
+                let what = legacy.display().to_string();
+                if each(&mut BufReader::new(file), &what)?.is_break() {
+                    return Ok(true);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_path("open", &legacy),
@@ -121,7 +124,9 @@ impl Parts for StoreIndex<'_> {
                 .odb()
                 .read(&batch.object, Some(batch.bytes), &mut bytes)
                 .map_err(|e| e.context(format_args!("the seed index of {session}")))?;
-            each(&mut &bytes[..], &format!("seed batch {}", batch.object))?;
+            if each(&mut &bytes[..], &format!("seed batch {}", batch.object))?.is_break() {
+                break;
+            }
         }
         Ok(found)
     }
@@ -129,7 +134,10 @@ impl Parts for StoreIndex<'_> {
 
 /// Read the index `parts` holds into `union`; false when it has none.
 pub fn read_union<R: Record>(parts: &dyn Parts, union: &mut Union<'_, R>) -> Result<bool> {
-    parts.each_part(&mut |reader, what| union.read(reader, what))
+    parts.each_part(&mut |reader, what| {
+        union.read(reader, what)?;
+        Ok(ControlFlow::Continue(()))
+    })
 }
 
 /// Which lines of an index hold the records that stand under the union's rules (see [`Union`]):
@@ -181,22 +189,26 @@ pub fn each_record_at(
 }
 
 /// Each line of the index `parts` holds that is one of `at` (its place among the index's lines as
-/// [`Union::records_at`] gives it, with the seq it was read with), in order, with that seq.
+/// [`Union::records_at`] gives it, with the seq it was read with), in order, with that seq. The
+/// index is read up to the last of them (`recall -m 1` over a long session's index read it all).
 pub fn each_line_at(
     parts: &dyn Parts,
     at: &HashMap<u64, u64>,
     each: &mut dyn FnMut(&[u8], u64) -> Result<()>,
 ) -> Result<()> {
-    if at.is_empty() {
+    let Some(&last) = at.keys().max() else {
         return Ok(());
-    }
+    };
     let mut position = 0;
     each_line(parts, &mut |line| {
         position += 1;
-        match at.get(&position) {
-            Some(&seq) => each(line, seq),
-            None => Ok(()),
+        if let Some(&seq) = at.get(&position) {
+            each(line, seq)?;
         }
+        Ok(match position < last {
+            true => ControlFlow::Continue(()),
+            false => ControlFlow::Break(()),
+        })
     })
 }
 
@@ -249,7 +261,7 @@ impl Held {
         };
         each_line(&parts, &mut |line| {
             held.line(line);
-            Ok(())
+            Ok(ControlFlow::Continue(()))
         })?;
         Ok(held)
     }
@@ -274,10 +286,10 @@ impl Held {
 }
 
 /// Each line of the index `parts` holds, without its `\n`, in the order [`read_union`] reads them, until
-/// `each` fails.
+/// `each` fails or says to stop.
 pub(super) fn each_line(
     parts: &dyn Parts,
-    each: &mut dyn FnMut(&[u8]) -> Result<()>,
+    each: &mut dyn FnMut(&[u8]) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
     let mut line = Vec::new();
     parts
@@ -289,9 +301,11 @@ pub(super) fn each_line(
                     .context(|| format!("read {what}"))?
                     == 0
                 {
-                    return Ok(());
+                    return Ok(ControlFlow::Continue(()));
                 }
-                each(line.strip_suffix(b"\n").unwrap_or(&line))?;
+                if each(line.strip_suffix(b"\n").unwrap_or(&line))?.is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
             }
         })
         .map(drop)
@@ -608,7 +622,7 @@ pub fn union_lines(
     };
     each_line(&parts, &mut |line| {
         held.insert(Digest::of(line));
-        Ok(())
+        Ok(ControlFlow::Continue(()))
     })?;
     let mut bytes = Vec::new();
     let mut added = 0;
@@ -683,10 +697,55 @@ pub fn objects(catalog: &Catalog) -> impl Iterator<Item = Digest> + '_ {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use super::*;
     use crate::ledger::FileSource;
 
     const SESSION: &str = "01a22ec3-195e-7d02-bb4d-4f6fa0817a3c";
+
+    /// Parts in memory that count how many were read.
+    struct Counted {
+        parts: [&'static str; 3],
+        read: Cell<usize>,
+    }
+
+    impl Parts for Counted {
+        fn each_part(&self, each: &mut EachPart<'_>) -> Result<bool> {
+            for part in self.parts {
+                self.read.set(self.read.get() + 1);
+                if each(&mut part.as_bytes(), "part")?.is_break() {
+                    break;
+                }
+            }
+            Ok(true)
+        }
+    }
+
+    #[test]
+    fn the_lines_at_places_are_read_up_to_the_last_of_them() {
+        for (at, lines, read) in [
+            (vec![(2, 7)], vec![("b", 7)], 1),
+            (vec![(4, 1), (1, 2)], vec![("a", 2), ("c", 1)], 2),
+            (vec![(5, 3)], vec![("d", 3)], 3),
+            (vec![(9, 3)], vec![], 3),
+            (vec![], vec![], 0),
+        ] {
+            let parts = Counted {
+                parts: ["a\nb\n", "\nc\n", "d"],
+                read: Cell::new(0),
+            };
+            let mut got = Vec::new();
+            each_line_at(&parts, &at.into_iter().collect(), &mut |line, seq| {
+                got.push((String::from_utf8(line.to_vec()).unwrap(), seq));
+                Ok(())
+            })
+            .unwrap();
+            let got: Vec<(&str, u64)> = got.iter().map(|(l, s)| (l.as_str(), *s)).collect();
+            assert_eq!(got, lines);
+            assert_eq!(parts.read.get(), read, "{lines:?}");
+        }
+    }
 
     /// A committed fixture with two records (a compaction's and the final one).
     fn source() -> FileSource {
@@ -773,7 +832,7 @@ mod tests {
         parts
             .each_part(&mut |reader, _| {
                 reader.read_to_end(&mut bytes).unwrap();
-                Ok(())
+                Ok(ControlFlow::Continue(()))
             })
             .unwrap();
         bytes
