@@ -326,18 +326,24 @@ fn recall_skips_a_record_malformed_in_its_spans_as_read_seeds_does() {
             r#"{{"v":2,"kind":"fold-index","session":"pi","seq":{seq},"at":"x","trigger":"cap","errors":["npm ERR! code {error}"],"spans":[{{"blockId":"r:c1","tool":"bash","turn":{turn},"log":{{"bytes":1,"lines":1}}}}]}}"#
         )
     };
+    // A field given twice is read as its last (read-seeds reads such a line through a value).
+    let twice = record(5, "EONCE", "1").replace(
+        r#""errors":"#,
+        r#""errors":["npm ERR! code ETWICE"],"errors":"#,
+    );
     let lines = [
         record(3, "ELIFECYCLE", "1"),
         record(3, "EREPLACED", r#""one""#),
         record(4, "EFRESH", r#""one""#),
+        twice,
     ];
     std::fs::create_dir_all(legacy_file(&env, "pi").parent().unwrap()).unwrap();
     std::fs::write(legacy_file(&env, "pi"), lines.join("\n") + "\n").unwrap();
     let run = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();
     let out = run.stdout_text();
-    assert!(out.contains("ELIFECYCLE"), "{out}");
+    assert!(out.contains("ELIFECYCLE") && out.contains("EONCE"), "{out}");
     assert!(
-        !out.contains("EREPLACED") && !out.contains("EFRESH"),
+        !out.contains("EREPLACED") && !out.contains("EFRESH") && !out.contains("ETWICE"),
         "{out}"
     );
     assert_eq!(
@@ -346,10 +352,18 @@ fn recall_skips_a_record_malformed_in_its_spans_as_read_seeds_does() {
         "{}",
         run.stderr
     );
-    for skipped in ["EREPLACED", "EFRESH"] {
+    for skipped in ["EREPLACED", "EFRESH", "ETWICE"] {
         let run = env.run("ctxfold", ["recall", "-F", skipped]).fails(1);
         assert_eq!(run.stdout_text(), "");
     }
+    let out = env
+        .run("ctxfold", ["recall", "-F", "EONCE"])
+        .ok()
+        .stdout_text();
+    assert!(
+        out.contains("# session pi seq 5 errors: npm ERR! code EONCE"),
+        "{out}"
+    );
     let out = env
         .run("ctxfold", ["recall", "-F", "ELIFECYCLE"])
         .ok()

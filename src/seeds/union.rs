@@ -175,8 +175,10 @@ impl<R: Record> Union<'_, R> {
                 self.live.remove(&seq);
             }
             (Some("fold-index"), Some(_)) => {
+                // Checked whole as it was read, through the value: a field given twice, once.
+                let read = serde_json::to_vec(&value).expect("a JSON value serializes");
                 let taken =
-                    serde_json::from_value::<R>(value).and_then(|record| self.take(record, line));
+                    serde_json::from_value::<R>(value).and_then(|record| self.take(record, &read));
                 if let Err(e) = taken {
                     self.notes
                         .push(format!("{at}: not a fold-index record ({e}), skipped"));
