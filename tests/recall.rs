@@ -250,10 +250,7 @@ fn recall_serves_v1_spans_unverified_and_withholds_mismatches() {
     );
     std::fs::create_dir_all(legacy_file(&env, "pi").parent().unwrap()).unwrap();
     std::fs::write(legacy_file(&env, "pi"), format!("{v1}\n{bad}\n")).unwrap();
-    let out = env
-        .run("ctxfold", ["recall", "-F", "ELIFECYCLE"])
-        .ok()
-        .stdout_text();
+    let out = recalled(&env, "ELIFECYCLE");
     assert!(
         out.contains(
             "blockId=r:c1 code=? tool=bash turn=1 bytes=? lines=? verified=unverified from=file ==="
@@ -292,10 +289,7 @@ fn recall_pulls_the_spans_of_the_record_that_stands_for_each_seq_in_every_part_o
     )
     .unwrap();
     seeds_one_final_record_for_codex(&env);
-    let out = env
-        .run("ctxfold", ["recall", "-F", "ELIFECYCLE"])
-        .ok()
-        .stdout_text();
+    let out = recalled(&env, "ELIFECYCLE");
     assert!(out.contains("# session pi seq 3 errors: npm ERR!"), "{out}");
     assert!(out.contains("verified=unverified"), "{out}");
     assert!(!out.contains("verified=mismatch"), "{out}");
@@ -356,18 +350,12 @@ fn recall_skips_a_record_malformed_in_its_spans_as_read_seeds_does() {
         let run = env.run("ctxfold", ["recall", "-F", skipped]).fails(1);
         assert_eq!(run.stdout_text(), "");
     }
-    let out = env
-        .run("ctxfold", ["recall", "-F", "EONCE"])
-        .ok()
-        .stdout_text();
+    let out = recalled(&env, "EONCE");
     assert!(
         out.contains("# session pi seq 5 errors: npm ERR! code EONCE"),
         "{out}"
     );
-    let out = env
-        .run("ctxfold", ["recall", "-F", "ELIFECYCLE"])
-        .ok()
-        .stdout_text();
+    let out = recalled(&env, "ELIFECYCLE");
     assert!(out.contains("# session pi seq 3 errors: npm ERR!"), "{out}");
     assert!(out.contains("verified=unverified"), "{out}");
 }
@@ -466,6 +454,13 @@ fn seeds_skips_a_session_that_is_no_ledger_and_indexes_the_others() {
     assert!(index_lines(&env, "notes").is_empty());
     let run = env.run("ctxfold-read-seeds", ["--session", "pi"]).ok();
     assert_eq!(run.stdout_text().lines().count(), 3);
+}
+
+/// What `ctxfold recall -F FIXED` prints, exiting 0.
+fn recalled(env: &Env, fixed: &str) -> String {
+    env.run("ctxfold", ["recall", "-F", fixed])
+        .ok()
+        .stdout_text()
 }
 
 /// The own homes folded with their seeds; the two work sessions (a Codex and a Pi one, written by
