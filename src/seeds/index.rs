@@ -285,8 +285,8 @@ impl Held {
     }
 }
 
-/// Each line of the index `parts` holds, without its `\n`, in the order [`read_union`] reads them, until
-/// `each` fails or says to stop.
+/// Each line of the index `parts` holds, without its `\n`, in the order [`read_union`] reads
+/// them, until `each` fails or says to stop.
 pub(super) fn each_line(
     parts: &dyn Parts,
     each: &mut dyn FnMut(&[u8]) -> Result<ControlFlow<()>>,

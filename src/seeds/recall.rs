@@ -263,8 +263,8 @@ fn recall_session(
 }
 
 /// The spans of the records at `positions` in `session`'s index (with the seqs they were read
-/// with), once each (compact records repeat earlier spans), in the order of their records. One
-/// whose spans (or usage, or user messages) are not the contract's pulls none.
+/// with), once each (compact records repeat earlier spans), in the order of their records. Each
+/// was checked whole as the union read it (see [`Union::checking`]).
 fn spans_of(
     store: &Store,
     catalog: &Catalog,
