@@ -28,8 +28,10 @@ use crate::store::atomic::Pending;
 use crate::store::manifest::Source;
 use crate::store::{Store, check_session_id};
 
-/// Checkpoints are read and written whole, and small next to the session: any level will do.
-const LEVEL: i32 = 3;
+/// Checkpoints are read and written whole, and small next to the session: the fastest level will
+/// do. A 26 MB Pi session's (612 KB of JSON, `zstd -b`): 95 KB at 668 MB/s at level 1, 98 KB at
+/// 363 MB/s at 3 (saving checkpoints took 6% of a re-fold's CPU after growth, 2.4% compressing).
+const LEVEL: i32 = 1;
 
 /// A session smaller than this is walked whole again (in milliseconds): its checkpoint would cost
 /// more, on disk and in the fold that writes it, than it saves.
