@@ -1,7 +1,7 @@
 //! A seed record checked and not built: it reads where a [`FoldIndex`] reads and fails where one
 //! fails, but keeps only what the union rules look at. A long session's records each re-list every
-//! earlier span: building them all to learn which stand took `ctxfold-read-seeds --session` of a 1
-//! GB rollout's index 9.5-10 s, checking them 7.2-7.6 s.
+//! earlier span: `ctxfold-read-seeds --session` of a 1 GB rollout's index took 9.5-10 s when it
+//! built every record to learn which stand, 7.2-7.8 s checking them.
 //!
 //! The shapes below mirror `record.rs` field for field; a test holds the two to the same verdict on
 //! every field given every kind of JSON value.
