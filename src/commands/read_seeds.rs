@@ -74,11 +74,7 @@ impl Command for ReadSeedsArgs {
                 .as_ref()
                 .zip(catalog.as_ref())
                 .zip(self.session.as_deref()))
-            .map(|((store, catalog), session)| StoreIndex {
-                store,
-                catalog,
-                session,
-            }),
+            .map(|((store, catalog), session)| StoreIndex::new(store, catalog, session)),
         };
         // Which records stand, then those records, one at a time: a long session's take gigabytes.
         let Some(standing) = Standing::of(&given)? else {
@@ -120,7 +116,7 @@ impl Parts for Given<'_> {
         {
             return Err(Error::not_found(format!(
                 "{}: no seed index in the store",
-                index.session
+                index.session()
             )));
         }
         Ok(!self.files.is_empty() || self.store.is_some())

@@ -89,9 +89,23 @@ pub type EachPart<'a> = dyn FnMut(&mut dyn BufRead, &str) -> Result<ControlFlow<
 
 /// A session's index in the store: its legacy file if an older store left one, then its batches.
 pub struct StoreIndex<'a> {
-    pub store: &'a Store,
-    pub catalog: &'a Catalog,
-    pub session: &'a str,
+    store: &'a Store,
+    catalog: &'a Catalog,
+    session: &'a str,
+}
+
+impl<'a> StoreIndex<'a> {
+    pub fn new(store: &'a Store, catalog: &'a Catalog, session: &'a str) -> Self {
+        Self {
+            store,
+            catalog,
+            session,
+        }
+    }
+
+    pub fn session(&self) -> &str {
+        self.session
+    }
 }
 
 impl Parts for StoreIndex<'_> {
@@ -254,11 +268,7 @@ impl Held {
             basis: catalog.of(session).map(|b| b.object).collect(),
             ..Held::default()
         };
-        let parts = StoreIndex {
-            store,
-            catalog,
-            session,
-        };
+        let parts = StoreIndex::new(store, catalog, session);
         each_line(&parts, &mut |line| {
             held.line(line);
             Ok(ControlFlow::Continue(()))
@@ -615,11 +625,7 @@ pub fn union_lines(
     catalog.refresh(store)?;
     // The lines it holds, by their sha256.
     let mut held = HashSet::new();
-    let parts = StoreIndex {
-        store,
-        catalog: &catalog,
-        session,
-    };
+    let parts = StoreIndex::new(store, &catalog, session);
     each_line(&parts, &mut |line| {
         held.insert(Digest::of(line));
         Ok(ControlFlow::Continue(()))
@@ -824,11 +830,7 @@ mod tests {
     fn index(store: &Store) -> Vec<u8> {
         let catalog = Catalog::load(store).unwrap();
         let mut bytes = Vec::new();
-        let parts = StoreIndex {
-            store,
-            catalog: &catalog,
-            session: SESSION,
-        };
+        let parts = StoreIndex::new(store, &catalog, SESSION);
         parts
             .each_part(&mut |reader, _| {
                 reader.read_to_end(&mut bytes).unwrap();

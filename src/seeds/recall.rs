@@ -151,11 +151,7 @@ pub fn recall(
         }
         let matters = |record: &Greppable| query.matches(record).next().is_some();
         let mut union = Union::checking(&matters);
-        let parts = StoreIndex {
-            store,
-            catalog: &catalog,
-            session: &session,
-        };
+        let parts = StoreIndex::new(store, &catalog, &session);
         if !index::read_union(&parts, &mut union)? {
             continue;
         }
@@ -272,11 +268,7 @@ fn spans_of(
     positions: &HashMap<u64, u64>,
 ) -> Result<Vec<Span>> {
     let mut spans = Spans::default();
-    let parts = StoreIndex {
-        store,
-        catalog,
-        session,
-    };
+    let parts = StoreIndex::new(store, catalog, session);
     index::each_line_at(&parts, positions, &mut |line, seq| {
         spans.add_record(line, seq);
         Ok(())
