@@ -105,11 +105,12 @@ impl PackWriter {
             *digest,
             "an object is named by its sha256"
         );
-        // Too large for the block being filled, it is sealed first: `raw` is the next one whole.
+        // Too large for the block being filled, it is sealed first: `raw` becomes the next one
+        // whole. Appended all the same to a block that holds bytes, so that none is ever dropped.
         self.guard(|writer| {
-            writer.add_object(digest, raw.len(), |block| {
-                debug_assert!(block.is_empty());
-                *block = raw;
+            writer.add_object(digest, raw.len(), |block| match block.is_empty() {
+                true => *block = raw,
+                false => block.extend_from_slice(&raw),
             })
         })
     }
