@@ -96,25 +96,48 @@ struct Header {
     kind: Option<serde_json::Value>,
 }
 
+impl Header {
+    fn of(manifest: &Manifest) -> Self {
+        Self {
+            version: Some(manifest.version.into()),
+            kind: Some(manifest.kind.as_str().into()),
+        }
+    }
+
+    /// Refuse any version but 1 and any kind but `fold-v1`.
+    fn check(&self, what: &str) -> Result<()> {
+        let version = self.version.as_ref().and_then(|v| v.as_u64());
+        let kind = self.kind.as_ref().and_then(|v| v.as_str());
+        if version == Some(VERSION) && kind == Some(KIND) {
+            return Ok(());
+        }
+        Err(Error::manifest_invalid(
+            what,
+            format!(
+                "unsupported manifest version {} kind {} (ctxfold reads version 1, kind \"fold-v1\")",
+                shown(&self.version),
+                shown(&self.kind)
+            ),
+        ))
+    }
+}
+
 impl Manifest {
     /// Parse and check a manifest; errors name `what` (usually the file).
     pub fn from_slice(bytes: &[u8], what: &str) -> Result<Self> {
         let invalid =
             |e: serde_json::Error| Error::manifest_invalid(what, format!("invalid manifest: {e}"));
-        let header: Header = serde_json::from_slice(bytes).map_err(invalid)?;
-        let version = header.version.as_ref().and_then(|v| v.as_u64());
-        let kind = header.kind.as_ref().and_then(|v| v.as_str());
-        if version != Some(VERSION) || kind != Some(KIND) {
-            return Err(Error::manifest_invalid(
-                what,
-                format!(
-                    "unsupported manifest version {} kind {} (ctxfold reads version 1, kind \"fold-v1\")",
-                    shown(&header.version),
-                    shown(&header.kind)
-                ),
-            ));
-        }
-        let manifest: Manifest = serde_json::from_slice(bytes).map_err(invalid)?;
+        // Parsed once: only a manifest that does not parse is read again, for its version and
+        // kind, since one that is not version 1 is refused as such whatever else it holds.
+        let manifest: Manifest = match serde_json::from_slice(bytes) {
+            Ok(manifest) => manifest,
+            Err(e) => {
+                let header: Header = serde_json::from_slice(bytes).map_err(invalid)?;
+                header.check(what)?;
+                return Err(invalid(e));
+            }
+        };
+        Header::of(&manifest).check(what)?;
         manifest
             .check()
             .map_err(|e| Error::manifest_invalid(what, e.without_context()))?;
@@ -295,6 +318,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("kind \"fold-v2\""), "{err}");
+        // Refused for its version whether or not the rest reads as version 1.
+        let other = r#"{"kind":"fold-v2","parts":{"new":[]},"version":2}"#;
+        let err = Manifest::from_slice(other.as_bytes(), "m.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("m.json: unsupported manifest version 2 kind \"fold-v2\""),
+            "{err}"
+        );
+        let absent = r#"{"kind":"fold-v1"}"#;
+        let err = Manifest::from_slice(absent.as_bytes(), "m.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("version (absent)"), "{err}");
+        let mistyped = base.replace("\"archived\":false", "\"archived\":0");
+        let err = Manifest::from_slice(mistyped.as_bytes(), "m.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("m.json: invalid manifest: invalid type"), "{err}");
         let record = base.replace("\"residual\"", "\"record\"");
         let err = Manifest::from_slice(record.as_bytes(), "m.json")
             .unwrap_err()
