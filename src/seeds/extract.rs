@@ -786,34 +786,38 @@ impl IdentifierPicker {
         true
     }
 
-    fn ranked(&self) -> Vec<(&CompactString, &IdentifierCandidate)> {
-        let mut all: Vec<_> = self.candidates.iter().collect();
+    /// The `n` best candidates, best first.
+    fn ranked(&self, n: usize) -> Vec<(&CompactString, &IdentifierCandidate)> {
+        type Ranked<'a> = (&'a CompactString, &'a IdentifierCandidate);
         // From large tool outputs first, then rarer, longer, more recent; the token breaks ties.
-        all.sort_by(|(a, x), (b, y)| {
+        let order = |(a, x): &Ranked, (b, y): &Ranked| {
             y.large
                 .cmp(&x.large)
                 .then(x.count.min(4).cmp(&y.count.min(4)))
                 .then(b.len().cmp(&a.len()))
                 .then(y.last.cmp(&x.last))
                 .then(a.cmp(b))
-        });
+        };
+        let mut all: Vec<Ranked> = self.candidates.iter().collect();
+        // Each record picks a few of thousands of candidates: those are found first, in linear
+        // time, and only they are sorted (the order is total, so they are the sort's first n).
+        if all.len() > n {
+            all.select_nth_unstable_by(n, order);
+            all.truncate(n);
+        }
+        all.sort_unstable_by(order);
         all
     }
 
     fn prune(&mut self, keep: usize) {
-        let kept: HashSet<CompactString> = self
-            .ranked()
-            .into_iter()
-            .take(keep)
+        let kept: HashSet<CompactString> = (self.ranked(keep).into_iter())
             .map(|(t, _)| t.clone())
             .collect();
         self.candidates.retain(|t, _| kept.contains(t));
     }
 
     fn pick(&self) -> Vec<String> {
-        self.ranked()
-            .into_iter()
-            .take(MAX_IDENTIFIERS)
+        (self.ranked(MAX_IDENTIFIERS).into_iter())
             .map(|(t, _)| t.to_string())
             .collect()
     }
@@ -1223,5 +1227,39 @@ mod tests {
             assert_eq!(e.to_string(), "receiver full", "apart: {apart}");
             assert_eq!(calls, 1);
         }
+    }
+
+    #[test]
+    fn the_best_identifiers_are_those_a_whole_ranking_puts_first() {
+        let mut picker = IdentifierPicker::default();
+        // Ties on every rank but the token, and every rank deciding somewhere.
+        for i in 0..500u64 {
+            let token = format!("{}{i}", ["id_", "longer_id_", "x"][(i % 3) as usize]);
+            picker.add(&token, (i % 6) as u32 + 1, i % 7 == 0, i % 11);
+        }
+        let whole = {
+            let mut all: Vec<_> = picker.candidates.iter().collect();
+            all.sort_by(|(a, x), (b, y)| {
+                (y.large, x.count.min(4), b.len(), y.last)
+                    .cmp(&(x.large, y.count.min(4), a.len(), x.last))
+                    .then(a.cmp(b))
+            });
+            all.into_iter()
+                .map(|(t, _)| t.to_string())
+                .collect::<Vec<_>>()
+        };
+        for n in [0, 1, 2, 63, 64, 499, 500, 501] {
+            let best: Vec<String> = (picker.ranked(n).into_iter())
+                .map(|(t, _)| t.to_string())
+                .collect();
+            assert_eq!(best, whole[..n.min(whole.len())], "n = {n}");
+        }
+        assert_eq!(picker.pick(), whole[..MAX_IDENTIFIERS]);
+        picker.prune(10);
+        let mut kept: Vec<String> = picker.candidates.keys().map(|t| t.to_string()).collect();
+        kept.sort();
+        let mut best = whole[..10].to_vec();
+        best.sort();
+        assert_eq!(kept, best);
     }
 }
