@@ -336,7 +336,10 @@ mod tests {
         let err = Manifest::from_slice(mistyped.as_bytes(), "m.json")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("m.json: invalid manifest: invalid type"), "{err}");
+        assert!(
+            err.starts_with("m.json: invalid manifest: invalid type"),
+            "{err}"
+        );
         let record = base.replace("\"residual\"", "\"record\"");
         let err = Manifest::from_slice(record.as_bytes(), "m.json")
             .unwrap_err()
