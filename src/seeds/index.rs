@@ -401,18 +401,19 @@ impl Batcher {
         Ok(())
     }
 
-    /// Room for a record of about `bytes` more. A batch that grows large gets room for all it
-    /// will hold at once, past 32 MiB: glibc's malloc maps an allocation that large on its own and
-    /// gives it back when it is freed, where a smaller one comes from a thread's arena, which keeps
-    /// it. A long session's batches, made on one thread and freed on another once compressed, were
-    /// kept so: the fold of bench/long's 1 GB rollout peaked at 245-286 MiB, now 224-239.
+    /// Room for a record of about `bytes` more. A batch that grows large gets room past 32 MiB at
+    /// once (more than a batch of [`BATCH_BYTES`] holds but for a record that large): glibc's malloc
+    /// maps an allocation that large on its own and gives it back when it is freed, where a smaller
+    /// one comes from a thread's arena, which keeps it. A long session's batches, made on one
+    /// thread and freed on another once compressed, were kept so: the fold of bench/long's 1 GB
+    /// rollout peaked at 245-286 MiB, now 224-239.
     fn make_room(&mut self, bytes: usize) {
         const LARGE: usize = 4 << 20;
         const MAPPED: usize = (32 << 20) + 1;
         const SEQ_DIGITS: usize = u64::MAX.ilog10() as usize + 1;
         let needed = self.lines.len() + bytes + "\n".len() + SEQ_DIGITS;
         if needed > self.lines.capacity() && needed > LARGE {
-            let room = needed.max(self.limit + bytes).max(MAPPED);
+            let room = needed.max(MAPPED);
             self.lines.reserve_exact(room - self.lines.len());
         }
     }
@@ -845,7 +846,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_growing_large_gets_room_for_all_it_will_hold_at_once() {
+    fn a_batch_growing_large_gets_room_past_32_mib_at_once() {
         let made = |n: usize, bytes: usize| Made {
             seq: 0,
             unnumbered: format!(
