@@ -264,6 +264,13 @@ mod tests {
         }
     }
 
+    /// Why `json` is refused, as a manifest named `m.json`.
+    fn refusal(json: &str) -> String {
+        Manifest::from_slice(json.as_bytes(), "m.json")
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn writes_the_contract_shape_in_its_key_order() {
         let json = String::from_utf8(sample().to_json()).unwrap();
@@ -306,44 +313,32 @@ mod tests {
     fn refuses_other_versions_kinds_and_record_parts() {
         let base = String::from_utf8(sample().to_json()).unwrap();
         let v2 = base.replace("\"version\":1", "\"version\":2");
-        let err = Manifest::from_slice(v2.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&v2);
         assert!(
             err.starts_with("m.json: unsupported manifest version 2"),
             "{err}"
         );
         let fold_v2 = base.replace("\"fold-v1\"", "\"fold-v2\"");
-        let err = Manifest::from_slice(fold_v2.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&fold_v2);
         assert!(err.contains("kind \"fold-v2\""), "{err}");
         // Refused for its version whether or not the rest reads as version 1.
         let other = r#"{"kind":"fold-v2","parts":{"new":[]},"version":2}"#;
-        let err = Manifest::from_slice(other.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(other);
         assert!(
             err.starts_with("m.json: unsupported manifest version 2 kind \"fold-v2\""),
             "{err}"
         );
         let absent = r#"{"kind":"fold-v1"}"#;
-        let err = Manifest::from_slice(absent.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(absent);
         assert!(err.contains("version (absent)"), "{err}");
         let mistyped = base.replace("\"archived\":false", "\"archived\":0");
-        let err = Manifest::from_slice(mistyped.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&mistyped);
         assert!(
             err.starts_with("m.json: invalid manifest: invalid type"),
             "{err}"
         );
         let record = base.replace("\"residual\"", "\"record\"");
-        let err = Manifest::from_slice(record.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&record);
         assert!(err.contains("belongs to fold-v2"), "{err}");
     }
 
@@ -354,17 +349,13 @@ mod tests {
             "\"compression\":\"zstd\"",
             "\"compression\":\"zstd\",\"window_log\":27",
         );
-        let err = Manifest::from_slice(unknown.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&unknown);
         assert!(
             err.starts_with("m.json: invalid manifest: unknown field `window_log`"),
             "{err}"
         );
         let lz4 = base.replace("\"compression\":\"zstd\"", "\"compression\":\"lz4\"");
-        let err = Manifest::from_slice(lz4.as_bytes(), "m.json")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&lz4);
         assert!(err.contains("unsupported compression \"lz4\""), "{err}");
         let mut with = sample();
         with.settings.dictionary = Some(Digest::of(b"dictionary"));
