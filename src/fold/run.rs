@@ -275,7 +275,10 @@ impl Run<'_> {
                 &source,
                 &self.facts,
                 resume,
-                &mut |digest, bytes| pack.add_owned(digest, bytes).map(drop),
+                &mut |digest, bytes| {
+                    pack.add_owned(digest, bytes)?;
+                    Ok(pack.take_spare())
+                },
             )
         });
         match staged {
@@ -344,7 +347,8 @@ impl Run<'_> {
                         Some(writer) => writer,
                         None => pack.insert(odb.pack_writer(odb.pack_options(false)?)?),
                     };
-                    writer.add_owned(digest, bytes).map(drop)
+                    writer.add_owned(digest, bytes)?;
+                    Ok(writer.take_spare())
                 },
             )
         });

@@ -343,8 +343,9 @@ pub(super) fn identity(record: &mut FoldIndex) -> Fingerprint {
 /// against 87 MB, and the fold 1.31x the time of its rollouts apart against 1.33-1.41x.
 pub const BATCH_BYTES: usize = 16 << 20;
 
-/// Where a finished batch goes (a pack, a loose object) before the catalog lists it.
-pub type Put<'a> = dyn FnMut(&Digest, Vec<u8>) -> Result<()> + 'a;
+/// Where a finished batch goes (a pack, a loose object) before the catalog lists it; it gives
+/// back an empty buffer for the next batch (one used before, or a new one).
+pub type Put<'a> = dyn FnMut(&Digest, Vec<u8>) -> Result<Vec<u8>> + 'a;
 
 /// A session's records made into batches of the lines its index lacks, as they come: seqs after
 /// the highest held and above [`STORE_SEQ_BASE`] (the extension's records, merged in later with
@@ -396,7 +397,9 @@ impl Batcher {
         if self.lines.len() >= self.limit {
             let bytes = self.seal();
             let (batch, _) = self.batches.last().expect("just sealed");
-            put(&batch.object, bytes)?;
+            let mut next = put(&batch.object, bytes)?;
+            next.clear();
+            self.lines = String::from_utf8(next).expect("an empty buffer");
         }
         Ok(())
     }
@@ -569,7 +572,10 @@ pub fn list(store: &Store, catalog: &mut Catalog, staged: Vec<Staged>) -> Result
 fn restage(store: &Store, catalog: &Catalog, staged: &Staged) -> Result<Vec<(Batch, usize)>> {
     let held = Held::of(store, catalog, &staged.session)?;
     let mut batcher = Batcher::new(&staged.session, held, BATCH_BYTES);
-    let mut put = |_: &Digest, bytes: Vec<u8>| put_loose(store, &staged.session, &bytes).map(drop);
+    let mut put = |_: &Digest, bytes: Vec<u8>| {
+        put_loose(store, &staged.session, &bytes)?;
+        Ok(bytes)
+    };
     for (batch, _) in &staged.batches {
         let bytes = store.odb().read_to_vec(&batch.object, Some(batch.bytes))?;
         for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -608,7 +614,10 @@ pub fn index_folded_session(
     let session = &manifest.session.id;
     let mut catalog = Catalog::load(store)?;
     let held = Held::of(store, &catalog, session)?;
-    let mut put = |_: &Digest, bytes: Vec<u8>| put_loose(store, session, &bytes).map(drop);
+    let mut put = |_: &Digest, bytes: Vec<u8>| {
+        put_loose(store, session, &bytes)?;
+        Ok(bytes)
+    };
     let source = StoreSource { store, manifest };
     let mut staged = stage(session, held, &source, facts, Resume::default(), &mut put)?;
     if let Some((digest, bytes)) = staged.take_object() {
@@ -793,7 +802,7 @@ mod tests {
         let mut put = |digest: &Digest, bytes: Vec<u8>| {
             assert_eq!(put_loose(store, SESSION, &bytes)?.object, *digest);
             stored.push(bytes);
-            Ok(())
+            Ok(Vec::new())
         };
         let mut staged = stage_in(
             limit,
@@ -857,9 +866,9 @@ mod tests {
         let mut put_batches = Vec::new();
         let mut put = |_: &Digest, bytes: Vec<u8>| {
             put_batches.push(bytes);
-            Ok(())
+            Ok(Vec::new())
         };
-        let mut ignore = |_: &Digest, _: Vec<u8>| Ok(());
+        let mut ignore = |_: &Digest, _: Vec<u8>| Ok(Vec::new());
         let mut batcher = Batcher::new(SESSION, Held::default(), 16 << 20);
         let mut lines = String::new();
         for n in 0..7 {
@@ -887,6 +896,12 @@ mod tests {
             batcher.record(made(n, 1000), &mut ignore).unwrap();
         }
         assert!(batcher.lines.capacity() < 1 << 20);
+        // A buffer given back is the next batch's, emptied.
+        let mut give_back = |_: &Digest, bytes: Vec<u8>| Ok(bytes);
+        let mut batcher = Batcher::new(SESSION, Held::default(), 1);
+        batcher.record(made(0, 1 << 20), &mut give_back).unwrap();
+        assert!(batcher.lines.is_empty());
+        assert!(batcher.lines.capacity() > 1 << 20);
     }
 
     fn index(store: &Store) -> Vec<u8> {

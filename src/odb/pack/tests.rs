@@ -573,3 +573,29 @@ fn many_small_blocks_finishing_out_of_order_are_written_in_order() {
         );
     }
 }
+
+#[test]
+fn the_buffer_of_an_object_handed_over_comes_back_once_compressed() {
+    // Two of 20 MiB: more than the 32 MiB a writer holds in flight.
+    let large = |n: u64| text(n, 20 << 20);
+    let (first, second) = (large(1), large(2));
+    let f = fixture();
+    let mut writer = PackWriter::new(&f.tmp, options(1 << 20)).unwrap();
+    assert_eq!(writer.take_spare().capacity(), 0, "nothing handed over yet");
+    let capacity = first.capacity();
+    writer.add_owned(&Digest::of(&first), first).unwrap();
+    // The first is compressed before the second is taken, and its buffer kept back for the caller.
+    writer
+        .add_owned(&Digest::of(&second), second.clone())
+        .unwrap();
+    let spare = writer.take_spare();
+    assert!(spare.is_empty());
+    assert_eq!(spare.capacity(), capacity);
+    assert_eq!(writer.take_spare().capacity(), 0, "given once");
+    let info = writer.finish(&f.packs).unwrap().unwrap();
+    let pack = Pack::open(&f.packs, &info.name).unwrap();
+    assert_eq!(
+        read(&pack, &Digest::of(&second), &NoDictionaries).unwrap(),
+        second
+    );
+}

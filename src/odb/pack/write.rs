@@ -41,6 +41,9 @@ pub struct PackWriter {
     in_flight_bytes: usize,
     max_in_flight_blocks: usize,
     spare: Vec<Vec<u8>>,
+    /// The buffer of the last object handed over whole ([`add_owned`](Self::add_owned)), once
+    /// compressed: for the caller's next one (see [`take_spare`](Self::take_spare)).
+    owned_spare: Option<Vec<u8>>,
     raw_bytes: u64,
     /// Set by any error: what was added can no longer become a consistent pack.
     failed: bool,
@@ -80,6 +83,7 @@ impl PackWriter {
             // Twice the threads keeps every worker busy while the caller fills the next block.
             max_in_flight_blocks: (2 * threads).min(MAX_IN_FLIGHT_BYTES / block_bytes).max(1),
             spare: Vec::new(),
+            owned_spare: None,
             raw_bytes: 0,
             failed: false,
         })
@@ -113,6 +117,13 @@ impl PackWriter {
                 false => block.extend_from_slice(&raw),
             })
         })
+    }
+
+    /// An empty buffer to fill with the next object to hand over whole: one an earlier such object
+    /// came in, once compressed, else a new one. A long session's seed batches are tens of
+    /// megabytes each: a buffer used again has its pages, where a new one faults each in.
+    pub fn take_spare(&mut self) -> Vec<u8> {
+        self.owned_spare.take().unwrap_or_default()
     }
 
     pub fn contains(&self, digest: &Digest) -> bool {
@@ -242,10 +253,10 @@ impl PackWriter {
             block.stored_bytes = frame.len() as u64;
             pack.write_all(&frame).with_path("write", &self.pack_temp)?;
             self.written += 1;
-            if done.raw.capacity() <= 2 * self.block_bytes
-                && self.spare.len() < self.max_in_flight_blocks
-            {
-                done.raw.clear();
+            done.raw.clear();
+            if done.raw.capacity() > 2 * self.block_bytes {
+                self.owned_spare = Some(done.raw);
+            } else if self.spare.len() < self.max_in_flight_blocks {
                 self.spare.push(done.raw);
             }
         }
