@@ -407,9 +407,10 @@ impl Batcher {
     /// Room for a record of about `bytes` more. A batch that grows large gets room past 32 MiB at
     /// once (more than a batch of [`BATCH_BYTES`] holds but for a record that large): glibc's malloc
     /// maps an allocation that large on its own and gives it back when it is freed, where a smaller
-    /// one comes from a thread's arena, which keeps it. A long session's batches, made on one
-    /// thread and freed on another once compressed, were kept so: the fold of bench/long's 1 GB
-    /// rollout peaked at 245-286 MiB, now 224-239.
+    /// one comes from a thread's arena, which keeps it. A long session's batches, each freed once
+    /// compressed, were kept so, their sizes never quite the same: the fold of bench/long's 1 GB
+    /// rollout peaked at 245-286 MiB, 224-239 so. (Later batches take the room of those compressed
+    /// before them, given back by `put`.)
     fn make_room(&mut self, bytes: usize) {
         const LARGE: usize = 4 << 20;
         const MAPPED: usize = (32 << 20) + 1;
