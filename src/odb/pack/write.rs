@@ -41,8 +41,9 @@ pub struct PackWriter {
     in_flight_bytes: usize,
     max_in_flight_blocks: usize,
     spare: Vec<Vec<u8>>,
-    /// The buffer of the last object handed over whole ([`add_owned`](Self::add_owned)), once
-    /// compressed: for the caller's next one (see [`take_spare`](Self::take_spare)).
+    /// The buffer of the last block larger than two blocks' worth (an object handed over whole by
+    /// [`add_owned`](Self::add_owned), or one too large for a block), once compressed: for the
+    /// caller's next object handed over (see [`take_spare`](Self::take_spare)). One at most.
     owned_spare: Option<Vec<u8>>,
     raw_bytes: u64,
     /// Set by any error: what was added can no longer become a consistent pack.
