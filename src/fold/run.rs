@@ -275,10 +275,7 @@ impl Run<'_> {
                 &source,
                 &self.facts,
                 resume,
-                &mut |digest, bytes| {
-                    pack.add_owned(digest, bytes)?;
-                    Ok(pack.take_spare())
-                },
+                &mut |digest, bytes| put_batch(pack, digest, bytes),
             )
         });
         match staged {
@@ -347,8 +344,7 @@ impl Run<'_> {
                         Some(writer) => writer,
                         None => pack.insert(odb.pack_writer(odb.pack_options(false)?)?),
                     };
-                    writer.add_owned(digest, bytes)?;
-                    Ok(writer.take_spare())
+                    put_batch(writer, digest, bytes)
                 },
             )
         });
@@ -517,6 +513,13 @@ impl Run<'_> {
             Err(e) => reports.into_iter().for_each(|r| seeds_failed(r, &e)),
         }
     }
+}
+
+/// Hand a full seed batch to `pack` whole, taking back a buffer for the next one (see
+/// [`index::Put`]).
+fn put_batch(pack: &mut PackWriter, digest: &Digest, bytes: Vec<u8>) -> Result<Vec<u8>> {
+    pack.add_owned(digest, bytes)?;
+    Ok(pack.take_spare())
 }
 
 /// Packed objects' stored sizes are known once their pack is written: the manifest records them.
