@@ -9,7 +9,6 @@
 //! Not for: one session streamed to a writer (`reconstruct`), or putting files in place.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -19,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use super::Store;
+use super::atomic::Pending;
 use super::manifest::Manifest;
 use crate::digest::{Digest, HashingWriter};
 use crate::error::{Error, IoContext, Result, sink_failed};
@@ -29,7 +29,7 @@ use crate::odb::{Check, Member};
 /// is for (errors name it).
 pub struct Session<'a> {
     pub manifest: &'a Manifest,
-    pub file: &'a File,
+    pub file: &'a Pending,
     pub target: &'a Path,
 }
 
@@ -228,6 +228,7 @@ fn verify(store: &Store, session: &Session<'_>) -> Result<()> {
     loop {
         let n = session
             .file
+            .as_file()
             .read_at(&mut buf, at)
             .with_path("read back", session.target)?;
         if n == 0 {
@@ -253,15 +254,15 @@ fn verify(store: &Store, session: &Session<'_>) -> Result<()> {
 
 /// A `Write` at an offset of a file, going on from there.
 struct WriteAt<'a> {
-    file: &'a File,
+    file: &'a Pending,
     at: u64,
 }
 
 impl Write for WriteAt<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let n = self.file.write_at(bytes, self.at)?;
-        self.at += n as u64;
-        Ok(n)
+        self.file.write_all_at(bytes, self.at)?;
+        self.at += bytes.len() as u64;
+        Ok(bytes.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -33,6 +33,7 @@ pub mod reconstruct;
 pub mod restore_temp;
 pub mod skim;
 pub mod usage;
+pub mod writeback;
 pub mod writer;
 
 use std::fs::{self, DirBuilder};

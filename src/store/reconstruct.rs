@@ -2,7 +2,6 @@
 //! each object checked against its size and, where its bytes may be read before the end, its
 //! name; the whole against the source's sha256 and size.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -210,8 +209,8 @@ impl Beside {
     }
 
     /// The temp file, to be written.
-    pub fn file(&self) -> &File {
-        self.pending.as_file()
+    pub fn file(&self) -> &Pending {
+        &self.pending
     }
 
     /// Put it in place on its own: fsynced, renamed, its folder fsynced.
