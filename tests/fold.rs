@@ -825,11 +825,16 @@ fn seeds_extracted_alongside_a_fold_or_after_it_from_its_file_in(mut env: Env, h
     env.set("CTXFOLD_TEST_BATCH_BYTES", "4096");
     // And walked on a thread of their own, their records batched on another.
     env.set("CTXFOLD_TEST_APART_BYTES", "0");
+    // Each given a checkpoint, saved while its batches' pack is put in place.
+    env.set("CTXFOLD_TEST_CHECKPOINT_BYTES", "0");
     for placed in &homes.sessions {
         let path = placed.path.to_str().unwrap();
         env.run("ctxfold", ["fold", "--apply", "--quiet", path])
             .ok();
+        let kept = checkpoint_path(&env.store, &placed.id).is_file();
+        assert_eq!(kept, !placed.archived, "{} has a checkpoint", placed.id);
     }
+    env.set("CTXFOLD_TEST_CHECKPOINT_BYTES", u64::MAX.to_string());
     fold(&env, &env.store).ok();
     let batches = fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
     assert!(

@@ -372,11 +372,14 @@ impl Run<'_> {
             return None;
         }
         let mut staged = alongside.staged.ok()?;
-        // Its full batches are durable before the catalog can name them.
-        if let Some(pack) = alongside.pack {
-            self.store.odb().commit_pack(pack).ok()?;
-        }
-        self.keep_end(&mut staged, manifest, found);
+        // Its full batches are durable before the catalog can name them. The checkpoint is saved
+        // meanwhile: a long session's is megabytes, and the fold's last moments are spent here on
+        // one core. Kept even if the pack fails, it goes unused (its final record is not listed).
+        let committed = std::thread::scope(|scope| {
+            scope.spawn(|| self.keep_end(&mut staged, manifest, found));
+            (alongside.pack).map(|pack| self.store.odb().commit_pack(pack))
+        });
+        committed.transpose().ok()?;
         Some(Seeds::Staged(Box::new(staged)))
     }
 
