@@ -24,6 +24,7 @@ use super::index::{Held, identity};
 use super::record::{FoldIndex, HARNESS};
 use crate::digest::Fingerprint;
 use crate::error::{IoContext, Result};
+use crate::odb::Check;
 use crate::store::atomic::Pending;
 use crate::store::manifest::Source;
 use crate::store::{Store, check_session_id};
@@ -90,9 +91,14 @@ impl Checkpoint {
     /// `batches` (the session's, the latest first, each from its last line); `None` when they do
     /// not hold that record.
     pub fn midway(self, store: &Store, batches: &[Batch]) -> Option<Midway> {
+        let mut bytes = Vec::new();
         for batch in batches.iter().rev() {
-            let bytes = (store.odb())
-                .read_to_vec(&batch.object, Some(batch.bytes))
+            // Not hashed whole (a long session's batches are tens of megabytes): what is taken
+            // of it is one record whose identity must be the one kept, and a packed block's
+            // frame carries a checksum of its own.
+            bytes.clear();
+            (store.odb())
+                .read_checked(&batch.object, Some(batch.bytes), &mut bytes, Check::Whole)
                 .ok()?;
             for line in bytes.rsplit(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 let Ok(mut record) = serde_json::from_slice::<FoldIndex>(line) else {
