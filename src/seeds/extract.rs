@@ -605,11 +605,11 @@ impl Builder {
             extra: Default::default(),
         };
         // The spans are the record's last field: its line ends `"spans":[]}` without them.
-        let mut line = record.to_line();
-        let end = line.len() - "]}".len();
-        debug_assert_eq!(&line[end - "\"spans\":[".len()..], "\"spans\":[]}");
-        line.truncate(end);
-        line.reserve(self.spans.json().len() + 2);
+        let head = record.to_line();
+        let end = head.len() - "]}".len();
+        debug_assert_eq!(&head[end - "\"spans\":[".len()..], "\"spans\":[]}");
+        let mut line = Made::empty_line(end + self.spans.json().len() + "]}".len());
+        line.push_str(&head[..end]);
         line.push_str(self.spans.json());
         line.push_str("]}");
         Made {

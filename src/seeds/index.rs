@@ -380,15 +380,16 @@ impl Batcher {
     }
 
     fn record(&mut self, record: Made, put: &mut Put<'_>) -> Result<()> {
-        let unnumbered = record.unnumbered;
-        let identity = Fingerprint::of(unnumbered.as_bytes());
+        let identity = Fingerprint::of(record.unnumbered.as_bytes());
         self.identity = Some(identity);
         if self.held.records.contains(&identity) {
+            record.give_back();
             return Ok(());
         }
         self.seq += 1;
-        self.make_room(unnumbered.len());
-        FoldIndex::push_numbered(&unnumbered, self.seq, &mut self.lines);
+        self.make_room(record.unnumbered.len());
+        FoldIndex::push_numbered(&record.unnumbered, self.seq, &mut self.lines);
+        record.give_back();
         // What the index holds once the batches are listed.
         self.held.records.insert(identity);
         self.held.last_seq = self.seq;

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::spare_lines::SpareLines;
+
 /// The record version ctxfold writes.
 pub const VERSION: u64 = 2;
 /// The highest record version ctxfold understands (v3: the extension fork's object fields).
@@ -166,6 +168,17 @@ impl Made {
         }
     }
 
+    /// An empty line to make a record in, with room for `bytes`: the line of a record given back
+    /// ([`give_back`](Self::give_back)) when there is one.
+    pub fn empty_line(bytes: usize) -> String {
+        SPARE_LINES.take(bytes)
+    }
+
+    /// Done with the record: its line is kept for one made after it.
+    pub fn give_back(self) {
+        SPARE_LINES.keep(self.unnumbered);
+    }
+
     /// Its line, with the seq its plan gives it (what `ctxfold-extract-seeds` prints).
     pub fn line(&self) -> String {
         FoldIndex::numbered(&self.unnumbered, self.seq)
@@ -177,6 +190,9 @@ impl Made {
         serde_json::from_str(&self.line()).expect("a record made reads back")
     }
 }
+
+/// The lines of records done with, for those made after them (see [`SpareLines`]).
+static SPARE_LINES: SpareLines = SpareLines::new();
 
 #[cfg(test)]
 mod tests {
