@@ -91,6 +91,12 @@ pub fn max_stored_bytes(raw_bytes: u64) -> u64 {
 thread_local! {
     /// One decoding context per thread: building one per block costs more than a small block.
     static DCTX: RefCell<zstd_safe::DCtx<'static>> = RefCell::new(zstd_safe::DCtx::create());
+    /// One streaming context per thread, for frames without a dictionary, whose window buffer
+    /// (that of a large block: see [`LARGE_WINDOW_LOG`]) is kept for the next block: one allocated
+    /// for each block, once larger than glibc's malloc takes from its arenas (32 MiB), was mapped
+    /// afresh and faulted in (perf, recall over bench/long's 1 GB rollout with 32 MiB windows:
+    /// a fifth of its samples, 1.6-1.7 s against 1.3 with this context).
+    static STREAM_DCTX: RefCell<zstd_safe::DCtx<'static>> = RefCell::new(zstd_safe::DCtx::create());
 }
 
 /// Decode a whole block (its stored bytes are `stored`), checking it is exactly one frame of
@@ -151,20 +157,25 @@ pub fn stream_block<T>(
         .with_path("read", pack)?;
     let dictionary = dictionary_of(&head, dictionaries).map_err(|e| bad(e.to_string()))?;
     let input = BufReader::new(Extent::new(file, block.pack_offset, block.stored_bytes));
-    let decoder = match &dictionary {
+    match &dictionary {
         Some(dictionary) => {
-            zstd::stream::read::Decoder::with_prepared_dictionary(input, dictionary)
+            let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(input, dictionary)
+                .context(|| "create zstd decoder".into())?;
+            read(&mut BlockStream::new(decoder, pack, index, block.raw_bytes))
         }
-        None => zstd::stream::read::Decoder::with_buffer(input),
+        None => STREAM_DCTX.with(|context| match context.try_borrow_mut() {
+            Ok(mut context) => {
+                let decoder = zstd::stream::read::Decoder::with_context(input, &mut context);
+                read(&mut BlockStream::new(decoder, pack, index, block.raw_bytes))
+            }
+            // A block streamed while another is, on the same thread.
+            Err(_) => {
+                let decoder = zstd::stream::read::Decoder::with_buffer(input)
+                    .context(|| "create zstd decoder".into())?;
+                read(&mut BlockStream::new(decoder, pack, index, block.raw_bytes))
+            }
+        }),
     }
-    .context(|| "create zstd decoder".into())?;
-    read(&mut BlockStream {
-        decoder: decoder.single_frame(),
-        pack,
-        index,
-        raw_bytes: block.raw_bytes,
-        decoded: 0,
-    })
 }
 
 /// A block's raw bytes as they are decoded.
@@ -176,7 +187,22 @@ pub struct BlockStream<'a, 'd> {
     decoded: u64,
 }
 
-impl BlockStream<'_, '_> {
+impl<'a, 'd> BlockStream<'a, 'd> {
+    fn new(
+        decoder: zstd::stream::read::Decoder<'d, BufReader<Extent<'a>>>,
+        pack: &'a Path,
+        index: u32,
+        raw_bytes: u64,
+    ) -> Self {
+        Self {
+            decoder: decoder.single_frame(),
+            pack,
+            index,
+            raw_bytes,
+            decoded: 0,
+        }
+    }
+
     /// The next `len` bytes into `out`: exactly that many, or an error naming the block.
     pub fn copy(&mut self, len: u64, out: &mut dyn Write) -> Result<()> {
         let copied = self.copy_up_to(len, out)?;

@@ -599,3 +599,61 @@ fn the_buffer_of_an_object_handed_over_comes_back_once_compressed() {
         second
     );
 }
+
+#[test]
+fn large_blocks_stream_after_a_damaged_one_and_within_one_another() {
+    let f = fixture();
+    // Each past what is decoded whole: streamed, with the thread's streaming context.
+    let objects: Vec<Vec<u8>> = (1..=3).map(|n| text(n, 9 << 20)).collect();
+    let info = write(&f, &objects, options(1 << 20));
+    assert_eq!(info.blocks, 3);
+    let pack = Pack::open(&f.packs, &info.name).unwrap();
+    let damaged = pack.block(0).unwrap();
+    let mut bytes = fs::read(pack.path()).unwrap();
+    bytes[(damaged.pack_offset + damaged.stored_bytes / 2) as usize] ^= 0x55;
+    fs::write(pack.path(), bytes).unwrap();
+    let pack = Pack::open(&f.packs, &info.name).unwrap();
+    assert!(read(&pack, &Digest::of(&objects[0]), &NoDictionaries).is_err());
+    // The context the error left within a frame decodes the next block from its start.
+    assert_eq!(
+        read(&pack, &Digest::of(&objects[1]), &NoDictionaries).unwrap(),
+        objects[1]
+    );
+
+    /// Reads another object of the pack as it is first written to.
+    struct Nested<'p> {
+        pack: &'p Pack,
+        inner: Option<Vec<u8>>,
+        inner_digest: Digest,
+        out: Vec<u8>,
+    }
+    impl std::io::Write for Nested<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.inner.is_none() {
+                self.inner = Some(read(self.pack, &self.inner_digest, &NoDictionaries).unwrap());
+            }
+            self.out.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut nested = Nested {
+        pack: &pack,
+        inner: None,
+        inner_digest: Digest::of(&objects[1]),
+        out: Vec::new(),
+    };
+    let at = pack.find(&Digest::of(&objects[2])).unwrap();
+    pack.read(
+        &at,
+        Some(at.raw_bytes),
+        &mut nested,
+        &NoDictionaries,
+        Check::Object,
+    )
+    .unwrap();
+    assert_eq!(nested.out, objects[2]);
+    assert_eq!(nested.inner.as_ref(), Some(&objects[1]));
+}
