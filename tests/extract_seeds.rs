@@ -688,7 +688,9 @@ fn without_seq(mut record: Value) -> Value {
 fn a_long_sessions_index_is_stored_in_several_batches_that_read_as_its_extraction() {
     let env = Env::new();
     let id = "019f0000-0000-7000-8000-00000000b0b0";
-    let file = long_codex(&env, id, 56, 64);
+    // Enough compactions for records past two batches.
+    let compactions = 80;
+    let file = long_codex(&env, id, compactions, 64);
     let name = file.to_str().unwrap();
     let fold = || {
         let run = env
@@ -713,7 +715,8 @@ fn a_long_sessions_index_is_stored_in_several_batches_that_read_as_its_extractio
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     };
-    assert_eq!(fold(), 57);
+    let records_made = compactions as u64 + 1;
+    assert_eq!(fold(), records_made);
     let catalog = std::fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
     let sizes: Vec<u64> = catalog
         .lines()
@@ -734,7 +737,10 @@ fn a_long_sessions_index_is_stored_in_several_batches_that_read_as_its_extractio
         extracted.into_iter().map(without_seq).collect::<Vec<_>>()
     );
     let seqs: Vec<u64> = first.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (1_000_001..=1_000_057).collect::<Vec<_>>());
+    assert_eq!(
+        seqs,
+        (1_000_001..=1_000_000 + records_made).collect::<Vec<_>>()
+    );
     env.run("ctxfold", ["fsck"]).ok();
 
     // Grown by one more step: its compactions' records are held already; the grown final record
@@ -748,7 +754,7 @@ fn a_long_sessions_index_is_stored_in_several_batches_that_read_as_its_extractio
     assert_eq!(fold(), 1);
     let grown = stored();
     assert_eq!(grown[..first.len()], first[..]);
-    assert_eq!(grown.last().unwrap()["seq"], 1_000_058);
+    assert_eq!(grown.last().unwrap()["seq"], 1_000_001 + records_made);
     assert_eq!(
         without_seq(grown.last().unwrap().clone()),
         without_seq(records(&env, &["--final", name]).pop().unwrap())

@@ -12,7 +12,7 @@ use crate::store::lock::Mode;
 /// For each folded session (every one in the store when none is named), extract its seed records —
 /// one `compact` record per compaction and one over its whole active branch, as
 /// `ctxfold-extract-seeds --final` gives them — from the session streamed out of the store, and append
-/// those not yet there to the session's seed index in the store (a batch object, several of 16 MiB for
+/// those not yet there to the session's seed index in the store (a batch object, several of 32 MiB for
 /// a long session's, listed in seeds/catalog.jsonl; `ctxfold-read-seeds --session ID` prints the
 /// index). The index is append-only and shared with other writers (the Pi extension's records are
 /// merged into it): a re-run adds only what is new. New records take seqs after the highest one in the index and above 1000000,

@@ -339,9 +339,14 @@ pub(super) fn identity(record: &mut FoldIndex) -> Fingerprint {
 /// records re-list every earlier span, so its index grows with the square of its compactions).
 /// Larger than a pack block, so that such a batch is a block of its own, compressed with matches
 /// as far back as its start (see `odb::pack::frame`): the more records a batch holds, the more of
-/// them are found repeated. Measured on a 1 GB rollout, 16 MiB against 8: seed batches of 51 MB
-/// against 87 MB, and the fold 1.31x the time of its rollouts apart against 1.33-1.41x.
-pub const BATCH_BYTES: usize = 16 << 20;
+/// them are found repeated (a batch's first record has none before it in its frame, and
+/// compressing it is most of what the batch costs). Measured on bench/long's 1 GB rollout, 16 MiB
+/// against 8: seed batches of 51 MB against 87 MB, and the fold 1.31x the time of its rollouts
+/// apart against 1.33-1.41x; 32 MiB against 16 (with a window to match): its batches 38 MiB
+/// against 66 (the store 213 against 241), compressing them (`zstd -1 --long`, 887 MB of them)
+/// 0.73-0.81 s against 0.91-1.06, the fold's peak memory 242-248 MiB against 215-232. (64 MiB:
+/// the store 197 MB, 0.53 s, 312 MiB.)
+pub const BATCH_BYTES: usize = 32 << 20;
 
 /// Where a finished batch goes (a pack, a loose object) before the catalog lists it; it gives
 /// back an empty buffer for the next batch (one used before, or a new one).
@@ -406,12 +411,13 @@ impl Batcher {
     }
 
     /// Room for a record of about `bytes` more. A batch that grows large gets room past 32 MiB at
-    /// once (more than a batch of [`BATCH_BYTES`] holds but for a record that large): glibc's malloc
-    /// maps an allocation that large on its own and gives it back when it is freed, where a smaller
-    /// one comes from a thread's arena, which keeps it. A long session's batches, each freed once
-    /// compressed, were kept so, their sizes never quite the same: the fold of bench/long's 1 GB
-    /// rollout peaked at 245-286 MiB, 224-239 so. (Later batches take the room of those compressed
-    /// before them, given back by `put`.)
+    /// once (about what a batch of [`BATCH_BYTES`] holds; a mapped allocation grows past it by
+    /// remapping, not copying): glibc's malloc maps an allocation that large on its own and gives
+    /// it back when it is freed, where a smaller one comes from a thread's arena, which keeps it.
+    /// A long session's batches, each freed once compressed, were kept so, their sizes never quite
+    /// the same: the fold of bench/long's 1 GB rollout peaked at 245-286 MiB, 224-239 so (with
+    /// batches of 16 MiB). (Later batches take the room of those compressed before them, given
+    /// back by `put`.)
     fn make_room(&mut self, bytes: usize) {
         const LARGE: usize = 4 << 20;
         const MAPPED: usize = (32 << 20) + 1;

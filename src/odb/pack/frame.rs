@@ -74,11 +74,13 @@ fn large_level(level: i32) -> i32 {
     }
 }
 
-/// The window of a block larger than a writer's blocks: 16 MiB, more than a long session's seed
-/// batch looks back for the record before (7 MB at the end of a 1 GB rollout), and what a reader
-/// streaming the block holds of it (it was 2 MiB: a wider window for a single object of hundreds
-/// of megabytes would have made its restore hold as much).
-const LARGE_WINDOW_LOG: u32 = 24;
+/// The window of a block larger than a writer's blocks: 32 MiB, about a long session's seed batch
+/// (see `seeds::index::BATCH_BYTES`), and what a reader streaming the block holds of it (it was 2
+/// MiB: a wider window for a single object of hundreds of megabytes would have made its restore
+/// hold as much). zstd sizes its long-distance match table by the window: bench/long's 1 GB
+/// rollout's 32 MiB batches took 38 MiB with it, 54 with a 16 MiB window, though each record lies
+/// within 8 MB of the one it repeats.
+const LARGE_WINDOW_LOG: u32 = 25;
 
 /// The most bytes a frame of `raw_bytes` can take: anything longer in an index is a lie that
 /// would make a reader allocate or read for nothing.
