@@ -65,6 +65,9 @@ pub struct Union<'a, R = FoldIndex> {
     matters: &'a dyn Fn(&R) -> bool,
     /// What was skipped, one line each, for stderr.
     pub notes: Vec<String>,
+    /// What lines are read into, kept from one part to the next: a long session's lines run to
+    /// megabytes, and a buffer made for each part has its pages faulted in anew.
+    buffer: Vec<u8>,
 }
 
 impl<R> Default for Union<'_, R> {
@@ -84,6 +87,7 @@ impl<'a, R> Union<'a, R> {
             position: 0,
             matters,
             notes: Vec::new(),
+            buffer: Vec::new(),
         }
     }
 }
@@ -101,7 +105,7 @@ struct Head {
 
 impl<R: Record> Union<'_, R> {
     pub fn read(&mut self, mut reader: impl BufRead, what: &str) -> Result<()> {
-        let mut line = Vec::new();
+        let mut line = std::mem::take(&mut self.buffer);
         for n in 1.. {
             line.clear();
             if reader
@@ -120,6 +124,7 @@ impl<R: Record> Union<'_, R> {
             }
             self.line(body, &format!("{what}:{n}"));
         }
+        self.buffer = line;
         Ok(())
     }
 
