@@ -203,21 +203,26 @@ impl Run<'_> {
             let mut prepared = prepared;
             // What the fold kept for the seed passes goes no further than them.
             let kept = prepared.kept.take();
-            let settled = alongside.and_then(|a| self.settle_alongside(a, found, &prepared));
-            let seeds = match settled {
-                Some(seeds) => seeds,
-                None => self.extract_seeds(found, &mut prepared, kept, full),
-            };
-            pending.push(Pending {
-                prepared,
-                at,
-                seeds,
-            });
-            if full.raw_bytes() >= GROUP_BYTES || since.elapsed() >= GROUP_TIME {
-                let pack = std::mem::replace(full, new_writer()?);
-                let _ = out.send(self.commit_pack_and(pack, std::mem::take(&mut pending)));
-                since = Instant::now();
-            }
+            // A session whose seeds were extracted alongside has its checkpoint saved meanwhile.
+            std::thread::scope(|scope| {
+                let settled =
+                    alongside.and_then(|a| self.settle_alongside(a, found, &prepared, scope));
+                let seeds = match settled {
+                    Some(seeds) => seeds,
+                    None => self.extract_seeds(found, &mut prepared, kept, full),
+                };
+                pending.push(Pending {
+                    prepared,
+                    at,
+                    seeds,
+                });
+                if full.raw_bytes() >= GROUP_BYTES || since.elapsed() >= GROUP_TIME {
+                    let pack = std::mem::replace(full, new_writer()?);
+                    let _ = out.send(self.commit_pack_and(pack, std::mem::take(&mut pending)));
+                    since = Instant::now();
+                }
+                Ok::<_, Error>(())
+            })?;
         }
         if let Some(pack) = writer {
             let _ = out.send(self.commit_pack_and(pack, pending));
@@ -280,7 +285,7 @@ impl Run<'_> {
         });
         match staged {
             Ok(mut staged) => {
-                self.keep_end(&mut staged, manifest, found);
+                self.keep_end(&mut staged, manifest, found)();
                 Seeds::Staged(Box::new(staged))
             }
             Err(e) if matches!(e.cause(), Cause::SessionChanged { .. }) => Seeds::FromStore,
@@ -292,15 +297,23 @@ impl Run<'_> {
     }
 
     /// Keep where `staged`'s extraction ended as the checkpoint of `manifest`'s session when it is
-    /// worth keeping. A cache: without it, the next fold of the session walks it whole; one of an
-    /// earlier version would only take room.
-    fn keep_end(&self, staged: &mut Staged, manifest: &Manifest, found: &Found) {
-        let session = &manifest.session.id;
+    /// worth keeping: the work, to be done once the checkpoint is taken. A cache: without it, the
+    /// next fold of the session walks it whole; one of an earlier version would only take room.
+    fn keep_end(
+        &self,
+        staged: &mut Staged,
+        manifest: &Manifest,
+        found: &Found,
+    ) -> impl FnOnce() + Send + use<'_> {
+        let session = manifest.session.id.clone();
         let worth = resume::worth_keeping(&manifest.source, found.session.archived);
-        let _ = match staged.take_end(manifest.source).filter(|_| worth) {
-            Some(checkpoint) => checkpoint.save(self.store, session),
-            None => resume::forget(self.store, session),
-        };
+        let checkpoint = staged.take_end(manifest.source).filter(|_| worth);
+        move || {
+            let _ = match checkpoint {
+                Some(checkpoint) => checkpoint.save(self.store, &session),
+                None => resume::forget(self.store, &session),
+            };
+        }
     }
 
     /// Whether `found`'s seed records are extracted while it is segmented ([`ALONGSIDE_BYTES`]):
@@ -357,12 +370,15 @@ impl Run<'_> {
 
     /// The seeds of a session extracted alongside its fold, if they stand: the fold is to be
     /// committed, and both passes of the extraction read the very bytes it read (else `None`: they
-    /// are extracted again, the usual way).
-    fn settle_alongside(
-        &self,
+    /// are extracted again, the usual way). Its checkpoint is saved on a thread of `scope`: a long
+    /// session's is megabytes, and the fold's last moments (committing its packs and manifest) are
+    /// spent on one core.
+    fn settle_alongside<'s>(
+        &'s self,
         alongside: Alongside,
         found: &Found,
         prepared: &Prepared,
+        scope: &'s std::thread::Scope<'s, '_>,
     ) -> Option<Seeds> {
         let (Some(manifest), Some(read)) = (&prepared.manifest, prepared.read) else {
             return None;
@@ -372,14 +388,13 @@ impl Run<'_> {
             return None;
         }
         let mut staged = alongside.staged.ok()?;
-        // Its full batches are durable before the catalog can name them. The checkpoint is saved
-        // meanwhile: a long session's is megabytes, and the fold's last moments are spent here on
-        // one core. Kept even if the pack fails, it goes unused (its final record is not listed).
-        let committed = std::thread::scope(|scope| {
-            scope.spawn(|| self.keep_end(&mut staged, manifest, found));
-            (alongside.pack).map(|pack| self.store.odb().commit_pack(pack))
-        });
-        committed.transpose().ok()?;
+        // Kept even if what follows fails, it goes unused (its final record is not listed).
+        scope.spawn(self.keep_end(&mut staged, manifest, found));
+        // Its full batches are durable before the catalog can name them.
+        (alongside.pack)
+            .map(|pack| self.store.odb().commit_pack(pack))
+            .transpose()
+            .ok()?;
         Some(Seeds::Staged(Box::new(staged)))
     }
 
