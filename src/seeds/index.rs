@@ -344,7 +344,7 @@ pub(super) fn identity(record: &mut FoldIndex) -> Fingerprint {
 /// against 8: seed batches of 51 MB against 87 MB, and the fold 1.31x the time of its rollouts
 /// apart against 1.33-1.41x; 32 MiB against 16 (with a window to match): its batches 38 MiB
 /// against 66 (the store 213 against 241), compressing them (`zstd -1 --long`, 887 MB of them)
-/// 0.73-0.81 s against 0.91-1.06, the fold's peak memory 242-248 MiB against 215-232. (64 MiB:
+/// 0.73-0.81 s against 0.91-1.06, the fold's peak memory 242-255 MiB against 215-232. (64 MiB:
 /// the store 197 MiB, 0.53 s, 312 MiB.)
 pub const BATCH_BYTES: usize = 32 << 20;
 
