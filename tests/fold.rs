@@ -823,7 +823,7 @@ fn seeds_extracted_alongside_a_fold_or_after_it_from_its_file_in(mut env: Env, h
     // into a pack of its own).
     env.set("CTXFOLD_TEST_ALONGSIDE_BYTES", "0");
     env.set("CTXFOLD_TEST_BATCH_BYTES", "4096");
-    // And walked on a thread of their own, their records batched on another.
+    // And walked on a thread of their own, ahead of their records' builders.
     env.set("CTXFOLD_TEST_APART_BYTES", "0");
     // Each given a checkpoint, saved while its batches' pack is put in place.
     env.set("CTXFOLD_TEST_CHECKPOINT_BYTES", "0");

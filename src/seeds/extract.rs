@@ -37,7 +37,7 @@ pub fn extract(
     ledger: &Ledger<'_>,
     options: &Options,
     facts: &FactsCache,
-    each: &mut dyn FnMut(Made) -> Result<()>,
+    each: &mut dyn FnMut(Made<'_>) -> Result<()>,
 ) -> Result<()> {
     let plans = plans(ledger, options)?;
     let apart = ledger.bytes >= apart_bytes();
@@ -61,7 +61,7 @@ pub fn extract_from(
     ledger: &Ledger<'_>,
     facts: &FactsCache,
     resume: Resume,
-    each: &mut dyn FnMut(Made) -> Result<()>,
+    each: &mut dyn FnMut(Made<'_>) -> Result<()>,
 ) -> Result<Option<Midway>> {
     let options = Options {
         final_record: true,
@@ -159,7 +159,7 @@ fn build(
     apart: bool,
     cache: &FactsCache,
     resume: Resume,
-    each: &mut dyn FnMut(Made) -> Result<()>,
+    each: &mut dyn FnMut(Made<'_>) -> Result<()>,
 ) -> Result<Option<Midway>> {
     let session = ledger.session_id.as_str();
     let cwd = ledger.cwd.as_deref();
@@ -291,9 +291,9 @@ struct Ahead<'a, 'l> {
 }
 
 /// An extraction of a ledger of this many bytes or more has the walk (reading lines, making their
-/// blocks and facts) run on a thread of its own, some entries ahead of the builders, and its
-/// records batched on another (see [`index::stage`](super::index::stage)): a long session's
-/// extraction is what a fold of it waits for last. Shorter ones are not worth the threads.
+/// blocks and facts) run on a thread of its own, some entries ahead of the builders: a long
+/// session's extraction is what a fold of it waits for last. Shorter ones are not worth the
+/// thread.
 pub const APART_BYTES: u64 = 64 << 20;
 
 /// [`APART_BYTES`], which tests lower (see [`crate::test_sizes`]).
@@ -374,14 +374,15 @@ struct Step {
 
 /// Records finished in any order, handed on in plan order.
 struct InOrder<'e> {
-    waiting: Vec<Option<Made>>,
+    /// Those finished before one ahead of them: their own, past the builders that made them.
+    waiting: Vec<Option<Made<'static>>>,
     next: usize,
-    each: &'e mut dyn FnMut(Made) -> Result<()>,
+    each: &'e mut dyn FnMut(Made<'_>) -> Result<()>,
 }
 
 impl<'e> InOrder<'e> {
     /// Plans `first..plans` to hand on (those before were handed on by an earlier extraction).
-    fn new(first: usize, plans: usize, each: &'e mut dyn FnMut(Made) -> Result<()>) -> Self {
+    fn new(first: usize, plans: usize, each: &'e mut dyn FnMut(Made<'_>) -> Result<()>) -> Self {
         Self {
             waiting: (0..plans).map(|_| None).collect(),
             next: first,
@@ -390,8 +391,13 @@ impl<'e> InOrder<'e> {
     }
 
     /// Plan `p`'s record, and then every record now next in order.
-    fn put(&mut self, p: usize, record: Made) -> Result<()> {
-        self.waiting[p] = Some(record);
+    fn put(&mut self, p: usize, record: Made<'_>) -> Result<()> {
+        if p != self.next {
+            self.waiting[p] = Some(record.into_owned());
+            return Ok(());
+        }
+        self.next += 1;
+        (self.each)(record)?;
         while let Some(record) = self.waiting.get_mut(self.next).and_then(Option::take) {
             self.next += 1;
             (self.each)(record)?;
@@ -583,12 +589,12 @@ impl Builder {
         fresh
     }
 
-    /// `plan`'s record as a line, as the builder stands. The builder is left as it was: a chain's
-    /// goes on after each of its records, and what a record does not list (where each span is,
-    /// every identifier candidate) is worth no copy. Nor are the lists it lends the record to be
-    /// written (a long session's user messages and files, copied for each of its records, were a
-    /// fifth of the time its records took to make).
-    fn finish(&mut self, plan: &Plan, session: &str) -> Made {
+    /// `plan`'s record as a line, as the builder stands, its spans the builder's (see [`Made`]).
+    /// The builder is left as it was: a chain's goes on after each of its records, and what a
+    /// record does not list (where each span is, every identifier candidate) is worth no copy.
+    /// Nor are the lists it lends the record to be written (a long session's user messages and
+    /// files, copied for each of its records, were a fifth of the time its records took to make).
+    fn finish(&mut self, plan: &Plan, session: &str) -> Made<'_> {
         let record = FoldIndex {
             v: VERSION,
             kind: "fold-index".into(),
@@ -607,19 +613,12 @@ impl Builder {
             extra: Default::default(),
         };
         // The spans are the record's last field: its line ends `"spans":[]}` without them.
-        let head = record.to_line();
+        let mut head = record.to_line();
         self.files = record.files;
         self.user_messages = record.user_messages;
-        let end = head.len() - "]}".len();
-        debug_assert_eq!(&head[end - "\"spans\":[".len()..], "\"spans\":[]}");
-        let mut line = Made::empty_line(end + self.spans.json().len() + "]}".len());
-        line.push_str(&head[..end]);
-        line.push_str(self.spans.json());
-        line.push_str("]}");
-        Made {
-            seq: plan.seq,
-            unnumbered: line,
-        }
+        head.truncate(head.len() - "]}".len());
+        debug_assert!(head.ends_with("\"spans\":["));
+        Made::spliced(plan.seq, head, self.spans.json())
     }
 }
 
@@ -1175,23 +1174,20 @@ mod tests {
 
     /// A record made as a line, read back: its line is the one the record writes, byte for byte
     /// (the spans spliced in as the record would write them).
-    fn read_back(made: Made) -> FoldIndex {
+    fn read_back(made: Made<'_>) -> FoldIndex {
         let record = made.record();
         assert_eq!(Made::of(record.clone()), made);
         record
     }
 
-    fn record(seq: u64) -> Made {
-        Made {
-            seq,
-            unnumbered: String::new(),
-        }
+    fn record(seq: u64) -> Made<'static> {
+        Made::spliced(seq, String::new(), "")
     }
 
     #[test]
     fn records_finished_out_of_order_are_handed_on_in_plan_order_as_soon_as_they_can_be() {
         let mut out = Vec::new();
-        let mut each = |r: Made| {
+        let mut each = |r: Made<'_>| {
             out.push(r.seq);
             Ok(())
         };

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::catalog::{self, Batch, Catalog};
-use super::extract::{self, Midway, Resume, extract_from};
+use super::extract::{Midway, Resume, extract_from};
 use super::facts::FactsCache;
 use super::lean::Lean;
 use super::record::{FoldIndex, HARNESS, Made};
@@ -25,7 +25,6 @@ use crate::digest::{Digest, Fingerprint};
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
 use crate::odb::{DEFAULT_LEVEL, Encoder};
-use crate::pipeline::{self, Feed};
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id, entry_names};
 
@@ -384,17 +383,16 @@ impl Batcher {
         }
     }
 
-    fn record(&mut self, record: Made, put: &mut Put<'_>) -> Result<()> {
-        let identity = Fingerprint::of(record.unnumbered.as_bytes());
+    /// Batch `record` (unless the index holds it): its line is copied once, into the batch.
+    fn record(&mut self, record: Made<'_>, put: &mut Put<'_>) -> Result<()> {
+        let identity = record.fingerprint();
         self.identity = Some(identity);
         if self.held.records.contains(&identity) {
-            record.give_back();
             return Ok(());
         }
         self.seq += 1;
-        self.make_room(record.unnumbered.len());
-        FoldIndex::push_numbered(&record.unnumbered, self.seq, &mut self.lines);
-        record.give_back();
+        self.make_room(record.line_len());
+        record.push_numbered(self.seq, &mut self.lines);
         // What the index holds once the batches are listed.
         self.held.records.insert(identity);
         self.held.last_seq = self.seq;
@@ -486,10 +484,7 @@ fn stage_in(
     let scanned = resume.from.as_ref().map(|from| from.scanned().clone());
     let ledger = Ledger::scan_on(source, scanned)?;
     let mut batcher = Batcher::new(session, held, limit);
-    let midway = match ledger.bytes >= extract::apart_bytes() {
-        true => extract_batching_apart(&ledger, facts, resume, &mut batcher, put)?,
-        false => extract_from(&ledger, facts, resume, &mut |r| batcher.record(r, put))?,
-    };
+    let midway = extract_from(&ledger, facts, resume, &mut |r| batcher.record(r, put))?;
     let identity = batcher.identity;
     let (batches, last, held) = batcher.finish();
     Ok(Staged {
@@ -501,20 +496,6 @@ fn stage_in(
             .zip(midway)
             .map(|(last, midway)| (last, midway, held)),
     })
-}
-
-/// [`extract_from`] on a thread of its own, its records batched on this one as they come: a long
-/// session's are large (each re-lists every earlier span).
-fn extract_batching_apart(
-    ledger: &Ledger<'_>,
-    facts: &FactsCache,
-    resume: Resume,
-    batcher: &mut Batcher,
-    put: &mut Put<'_>,
-) -> Result<Option<Midway>> {
-    let extract =
-        |feed: &Feed<Made>| extract_from(ledger, facts, resume, &mut |record| feed.send(record));
-    pipeline::split(2, extract, |record| batcher.record(record, put))
 }
 
 /// A session's new records as batches made against its index as it was ([`stage`]): their bytes
@@ -836,40 +817,29 @@ mod tests {
     fn a_batch_that_cannot_be_put_fails_staging_with_its_own_error() {
         let (_dir, store) = store();
         let catalog = Catalog::load(&store).unwrap();
-        let held = || Held::of(&store, &catalog, SESSION).unwrap();
+        let held = Held::of(&store, &catalog, SESSION).unwrap();
         let mut put = |_: &Digest, _: Vec<u8>| Err(Error::corrupt("the disk is full"));
-        let facts = FactsCache::default();
         let staged = stage_in(
             1,
             SESSION,
-            held(),
+            held,
             &source(),
-            &facts,
+            &FactsCache::default(),
             Resume::default(),
             &mut put,
         );
         let e = staged.err().expect("staging fails");
         assert_eq!(e.to_string(), "the disk is full");
-        // Batched apart from the extraction, as a long session's records are.
-        let source = source();
-        let ledger = Ledger::scan(&source).unwrap();
-        let mut batcher = Batcher::new(SESSION, held(), 1);
-        let apart =
-            extract_batching_apart(&ledger, &facts, Resume::default(), &mut batcher, &mut put);
-        assert_eq!(
-            apart.err().expect("batching fails").to_string(),
-            "the disk is full"
-        );
     }
 
     #[test]
     fn a_batch_growing_large_gets_room_past_32_mib_at_once() {
-        let made = |n: usize, bytes: usize| Made {
-            seq: 0,
-            unnumbered: format!(
-                r#"{{"v":2,"kind":"fold-index","harness":"ctxfold","session":"{SESSION}","seq":0,"n":{n},"pad":"{}"}}"#,
+        let made = |n: usize, bytes: usize| {
+            let head = format!(
+                r#"{{"v":2,"kind":"fold-index","harness":"ctxfold","session":"{SESSION}","seq":0,"n":{n},"pad":"{}","spans":["#,
                 "x".repeat(bytes)
-            ),
+            );
+            Made::spliced(0, head, "")
         };
         let mut put_batches = Vec::new();
         let mut put = |_: &Digest, bytes: Vec<u8>| {
@@ -881,8 +851,7 @@ mod tests {
         let mut lines = String::new();
         for n in 0..7 {
             let record = made(n, 3 << 20);
-            let seq = batcher.seq + 1;
-            FoldIndex::push_numbered(&record.unnumbered, seq, &mut lines);
+            record.push_numbered(batcher.seq + 1, &mut lines);
             lines.push('\n');
             batcher.record(record, &mut put).unwrap();
             match n {

@@ -13,7 +13,6 @@ pub mod recall;
 pub mod record;
 pub mod resume;
 mod span_list;
-mod spare_lines;
 pub mod union;
 
 pub use index::index_folded_session;

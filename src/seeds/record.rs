@@ -2,12 +2,13 @@
 //! Reading keeps every field it does not know (`extra`) so that writing a record back loses nothing;
 //! `errors` and `commands` stay JSON values because v3 writes them as objects.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::spare_lines::SpareLines;
+use crate::digest::{Fingerprint, Fingerprinter};
 
 /// The record version ctxfold writes.
 pub const VERSION: u64 = 2;
@@ -128,16 +129,10 @@ impl FoldIndex {
         serde_json::to_string(self).expect("a record serializes")
     }
 
-    /// The line [`to_line`](Self::to_line) writes for the record with its seq set to `seq`, made
-    /// from `unnumbered`, the line it writes with seq 0: a long session's records are large
-    /// (each re-lists every earlier span), and one is wanted of both lines.
-    pub fn numbered(unnumbered: &str, seq: u64) -> String {
-        let mut line = String::with_capacity(unnumbered.len() + 20);
-        Self::push_numbered(unnumbered, seq, &mut line);
-        line
-    }
-
-    /// [`numbered`](Self::numbered), written at the end of `out` (a batch of lines).
+    /// The line [`to_line`](Self::to_line) writes for the record with its seq set to `seq`, at
+    /// the end of `out`, made from `unnumbered`, the line it writes with seq 0 (or the first
+    /// piece of it, up to past its seq): a long session's records are large (each re-lists every
+    /// earlier span), and one is wanted of both lines.
     pub fn push_numbered(unnumbered: &str, seq: u64, out: &mut String) {
         // `seq` is written after `v`, `kind`, `harness` and `session`, and within a string a quote
         // is always escaped: the first `,"seq":0,` is the field.
@@ -150,38 +145,71 @@ impl FoldIndex {
 }
 
 /// A record as the extraction makes it: the seq its plan gives it, and its line with seq 0 (what a
-/// store numbers anew). Made as a line, spans spliced in as they were written once each: a long
-/// session's records are large (each re-lists every earlier span) and are wanted only as lines.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Made {
+/// store numbers anew), in pieces: what was written for it, then the spans it lists as the
+/// builder that made it holds them, borrowed. A long session's records are large (each re-lists
+/// every earlier span) and are wanted only as lines: each is copied once, into the batch or the
+/// output that takes it.
+#[derive(Debug, Clone)]
+pub struct Made<'a> {
     pub seq: u64,
-    pub unnumbered: String,
+    /// The line with seq 0, piece after piece; the seq field is within the first.
+    pieces: [Cow<'a, str>; 3],
 }
 
-impl Made {
-    /// A record as if made: its seq apart, its line with seq 0.
-    pub fn of(mut record: FoldIndex) -> Self {
-        let seq = std::mem::take(&mut record.seq);
+impl<'a> Made<'a> {
+    /// A record whose line is `head` (up to and with `"spans":[`), `spans` (each span's JSON,
+    /// `,` between them), then `]}`.
+    pub fn spliced(seq: u64, head: String, spans: &'a str) -> Self {
         Self {
             seq,
-            unnumbered: record.to_line(),
+            pieces: [head.into(), spans.into(), "]}".into()],
         }
     }
 
-    /// An empty line to make a record in, with room for `bytes`: the line of a record given back
-    /// ([`give_back`](Self::give_back)) when there is one.
-    pub fn empty_line(bytes: usize) -> String {
-        SPARE_LINES.take(bytes)
+    /// A record as if made: its seq apart, its line with seq 0.
+    pub fn of(mut record: FoldIndex) -> Made<'static> {
+        let seq = std::mem::take(&mut record.seq);
+        Made::whole(seq, record.to_line())
     }
 
-    /// Done with the record: its line is kept for one made after it.
-    pub fn give_back(self) {
-        SPARE_LINES.keep(self.unnumbered);
+    fn whole(seq: u64, line: String) -> Made<'static> {
+        Made {
+            seq,
+            pieces: [line.into(), "".into(), "".into()],
+        }
+    }
+
+    /// The record with its line its own: to be kept past the builder that made it.
+    pub fn into_owned(self) -> Made<'static> {
+        Made::whole(self.seq, self.pieces.concat())
+    }
+
+    /// The length of its line with seq 0.
+    pub fn line_len(&self) -> usize {
+        self.pieces.iter().map(|p| p.len()).sum()
+    }
+
+    /// The fingerprint of its line with seq 0.
+    pub fn fingerprint(&self) -> Fingerprint {
+        let mut fingerprinter = Fingerprinter::default();
+        for piece in &self.pieces {
+            fingerprinter.update(piece.as_bytes());
+        }
+        fingerprinter.fingerprint()
+    }
+
+    /// Its line with seq `seq`, written at the end of `out` (a batch of lines).
+    pub fn push_numbered(&self, seq: u64, out: &mut String) {
+        let [first, rest @ ..] = &self.pieces;
+        FoldIndex::push_numbered(first, seq, out);
+        rest.iter().for_each(|piece| out.push_str(piece));
     }
 
     /// Its line, with the seq its plan gives it (what `ctxfold-extract-seeds` prints).
     pub fn line(&self) -> String {
-        FoldIndex::numbered(&self.unnumbered, self.seq)
+        let mut line = String::with_capacity(self.line_len() + 20);
+        self.push_numbered(self.seq, &mut line);
+        line
     }
 
     /// The record, read back from its line.
@@ -191,8 +219,12 @@ impl Made {
     }
 }
 
-/// The lines of records done with, for those made after them (see [`SpareLines`]).
-static SPARE_LINES: SpareLines = SpareLines::new();
+/// Records are the same when their seqs and lines are, however their lines are pieced.
+impl PartialEq for Made<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.seq == other.seq && self.pieces.concat() == other.pieces.concat()
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -208,11 +240,42 @@ mod tests {
             let unnumbered = record.to_line();
             for seq in [0, 1, 9, 10, 1_000_000_007, u64::MAX] {
                 record.seq = seq;
-                assert_eq!(FoldIndex::numbered(&unnumbered, seq), record.to_line());
                 let mut batch = String::from("{}\n");
                 FoldIndex::push_numbered(&unnumbered, seq, &mut batch);
                 assert_eq!(batch, format!("{{}}\n{}", record.to_line()));
             }
+        }
+    }
+
+    #[test]
+    fn a_record_made_in_pieces_is_the_record_its_line_is() {
+        let span = |n: usize| format!(r#"{{"blockId":"b{n}","log":{{"bytes":{n}}}}}"#);
+        for spans in [0, 1, 2, 50] {
+            let mut record: FoldIndex = serde_json::from_str(
+                r#"{"v":2,"kind":"fold-index","harness":"ctxfold","session":"s","seq":0,"files":["a"]}"#,
+            )
+            .unwrap();
+            record.spans = (0..spans)
+                .map(|n| serde_json::from_str(&span(n)).unwrap())
+                .collect();
+            let unnumbered = record.to_line();
+            let head = unnumbered[..unnumbered.find(r#""spans":["#).unwrap() + 9].to_string();
+            let joined = (0..spans).map(span).collect::<Vec<_>>().join(",");
+            let made = Made::spliced(7, head, &joined);
+            assert_eq!(made.line_len(), unnumbered.len());
+            assert_eq!(made.fingerprint(), Fingerprint::of(unnumbered.as_bytes()));
+            record.seq = 7;
+            assert_eq!(made.line(), record.to_line());
+            let mut batch = String::from("x");
+            made.push_numbered(1_000_001, &mut batch);
+            record.seq = 1_000_001;
+            assert_eq!(batch, format!("x{}", record.to_line()));
+            record.seq = 7;
+            assert_eq!(Made::of(record.clone()), made);
+            let owned = made.clone().into_owned();
+            assert_eq!(owned, made);
+            assert_eq!(owned.fingerprint(), made.fingerprint());
+            assert_ne!(Made::of(FoldIndex { seq: 8, ..record }), made);
         }
     }
 }
