@@ -105,7 +105,9 @@ impl Midway {
             builder.spans.set(&span.block_id, &span_json(span));
         }
         builder.files = record.files;
-        builder.user_messages = record.user_messages;
+        for message in &record.user_messages {
+            builder.user_message(message);
+        }
         Some(self)
     }
 
@@ -462,8 +464,10 @@ impl Chain {
 struct Builder {
     turn: u64,
     order: u64,
+    /// The user messages as a record writes them, `,` between them: each written once, not again
+    /// for every record listing it (a long session's thousands of them).
     #[serde(skip)]
-    user_messages: Vec<UserMessage>,
+    user_messages: String,
     /// Each span as its record writes it: written once, not again for every record listing it.
     #[serde(skip)]
     spans: SpanList,
@@ -501,7 +505,7 @@ impl Builder {
             BlockKind::User => {
                 self.turn += 1;
                 if let Some(first_line) = user::first_line(&block.text, MAX_FIRST_LINE_CHARS) {
-                    self.user_messages.push(UserMessage {
+                    self.user_message(&UserMessage {
                         turn: self.turn,
                         first_line,
                         extra: Default::default(),
@@ -589,11 +593,18 @@ impl Builder {
         fresh
     }
 
-    /// `plan`'s record as a line, as the builder stands, its spans the builder's (see [`Made`]).
-    /// The builder is left as it was: a chain's goes on after each of its records, and what a
-    /// record does not list (where each span is, every identifier candidate) is worth no copy.
-    /// Nor are the lists it lends the record to be written (a long session's user messages and
-    /// files, copied for each of its records, were a fifth of the time its records took to make).
+    fn user_message(&mut self, message: &UserMessage) {
+        if !self.user_messages.is_empty() {
+            self.user_messages.push(',');
+        }
+        let json = serde_json::to_string(message).expect("a user message serializes");
+        self.user_messages.push_str(&json);
+    }
+
+    /// `plan`'s record as a line, as the builder stands, its user messages and spans the
+    /// builder's (see [`Made`]). The builder is left as it was: a chain's goes on after each of
+    /// its records, and what a record does not list (where each span is, every identifier
+    /// candidate) is worth no copy. Nor are the files it lends the record to be written.
     fn finish(&mut self, plan: &Plan, session: &str) -> Made<'_> {
         let record = FoldIndex {
             v: VERSION,
@@ -608,17 +619,17 @@ impl Builder {
             commands: self.commands.iter().cloned().map(Into::into).collect(),
             errors: self.errors.pick().into_iter().map(Into::into).collect(),
             identifiers: self.identifiers.pick(),
-            user_messages: std::mem::take(&mut self.user_messages),
+            user_messages: Vec::new(),
             spans: Vec::new(),
             extra: Default::default(),
         };
-        // The spans are the record's last field: its line ends `"spans":[]}` without them.
+        // The user messages and spans are the record's last fields: its line ends
+        // `"userMessages":[],"spans":[]}` without them.
         let mut head = record.to_line();
         self.files = record.files;
-        self.user_messages = record.user_messages;
-        head.truncate(head.len() - "]}".len());
-        debug_assert!(head.ends_with("\"spans\":["));
-        Made::spliced(plan.seq, head, self.spans.json())
+        head.truncate(head.len() - r#"],"spans":[]}"#.len());
+        debug_assert!(head.ends_with(r#""userMessages":["#));
+        Made::spliced(plan.seq, head, &self.user_messages, self.spans.json())
     }
 }
 
@@ -1181,7 +1192,7 @@ mod tests {
     }
 
     fn record(seq: u64) -> Made<'static> {
-        Made::spliced(seq, String::new(), "")
+        Made::spliced(seq, String::new(), "", "")
     }
 
     #[test]

@@ -836,10 +836,10 @@ mod tests {
     fn a_batch_growing_large_gets_room_past_32_mib_at_once() {
         let made = |n: usize, bytes: usize| {
             let head = format!(
-                r#"{{"v":2,"kind":"fold-index","harness":"ctxfold","session":"{SESSION}","seq":0,"n":{n},"pad":"{}","spans":["#,
+                r#"{{"v":2,"kind":"fold-index","harness":"ctxfold","session":"{SESSION}","seq":0,"n":{n},"pad":"{}","userMessages":["#,
                 "x".repeat(bytes)
             );
-            Made::spliced(0, head, "")
+            Made::spliced(0, head, "", "")
         };
         let mut put_batches = Vec::new();
         let mut put = |_: &Digest, bytes: Vec<u8>| {

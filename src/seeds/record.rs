@@ -145,24 +145,30 @@ impl FoldIndex {
 }
 
 /// A record as the extraction makes it: the seq its plan gives it, and its line with seq 0 (what a
-/// store numbers anew), in pieces: what was written for it, then the spans it lists as the
-/// builder that made it holds them, borrowed. A long session's records are large (each re-lists
-/// every earlier span) and are wanted only as lines: each is copied once, into the batch or the
-/// output that takes it.
+/// store numbers anew), in pieces: what was written for it, then the user messages and spans it
+/// lists as the builder that made it holds them, borrowed. A long session's records are large
+/// (each re-lists every earlier span and user message) and are wanted only as lines: each is
+/// copied once, into the batch or the output that takes it.
 #[derive(Debug, Clone)]
 pub struct Made<'a> {
     pub seq: u64,
     /// The line with seq 0, piece after piece; the seq field is within the first.
-    pieces: [Cow<'a, str>; 3],
+    pieces: [Cow<'a, str>; 5],
 }
 
 impl<'a> Made<'a> {
-    /// A record whose line is `head` (up to and with `"spans":[`), `spans` (each span's JSON,
-    /// `,` between them), then `]}`.
-    pub fn spliced(seq: u64, head: String, spans: &'a str) -> Self {
+    /// A record whose line is `head` (up to and with `"userMessages":[`), `user_messages`, then
+    /// `spans` in their field (each one's JSON, `,` between them).
+    pub fn spliced(seq: u64, head: String, user_messages: &'a str, spans: &'a str) -> Self {
         Self {
             seq,
-            pieces: [head.into(), spans.into(), "]}".into()],
+            pieces: [
+                head.into(),
+                user_messages.into(),
+                r#"],"spans":["#.into(),
+                spans.into(),
+                "]}".into(),
+            ],
         }
     }
 
@@ -175,7 +181,7 @@ impl<'a> Made<'a> {
     fn whole(seq: u64, line: String) -> Made<'static> {
         Made {
             seq,
-            pieces: [line.into(), "".into(), "".into()],
+            pieces: [line.into(), "".into(), "".into(), "".into(), "".into()],
         }
     }
 
@@ -250,6 +256,7 @@ mod tests {
     #[test]
     fn a_record_made_in_pieces_is_the_record_its_line_is() {
         let span = |n: usize| format!(r#"{{"blockId":"b{n}","log":{{"bytes":{n}}}}}"#);
+        let message = |n: usize| format!(r#"{{"turn":{n},"firstLine":"m{n}"}}"#);
         for spans in [0, 1, 2, 50] {
             let mut record: FoldIndex = serde_json::from_str(
                 r#"{"v":2,"kind":"fold-index","harness":"ctxfold","session":"s","seq":0,"files":["a"]}"#,
@@ -258,10 +265,15 @@ mod tests {
             record.spans = (0..spans)
                 .map(|n| serde_json::from_str(&span(n)).unwrap())
                 .collect();
+            record.user_messages = (0..spans)
+                .map(|n| serde_json::from_str(&message(n)).unwrap())
+                .collect();
             let unnumbered = record.to_line();
-            let head = unnumbered[..unnumbered.find(r#""spans":["#).unwrap() + 9].to_string();
+            const OPEN: &str = r#""userMessages":["#;
+            let head = &unnumbered[..unnumbered.find(OPEN).unwrap() + OPEN.len()];
+            let messages = (0..spans).map(message).collect::<Vec<_>>().join(",");
             let joined = (0..spans).map(span).collect::<Vec<_>>().join(",");
-            let made = Made::spliced(7, head, &joined);
+            let made = Made::spliced(7, head.into(), &messages, &joined);
             assert_eq!(made.line_len(), unnumbered.len());
             assert_eq!(made.fingerprint(), Fingerprint::of(unnumbered.as_bytes()));
             record.seq = 7;
