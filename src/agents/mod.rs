@@ -219,6 +219,39 @@ pub trait Blocks: Send {
     fn save(&self) -> serde_json::Value;
 }
 
+/// Where a pass's block reader ended, for a pass over lines appended since to go on from: the
+/// reader as the pass left it, its state written ([`Blocks::save`]) only when this is (a long
+/// session's is megabytes, and a fold keeps it on a thread of its own), or as it was read back.
+pub enum BlocksState {
+    Reader(Box<dyn Blocks>),
+    Saved(serde_json::Value),
+}
+
+impl BlocksState {
+    /// The reader to go on with (`None`: a state saved that is not one of `format`'s).
+    pub fn resume(self, format: &dyn Format) -> Option<Box<dyn Blocks>> {
+        match self {
+            Self::Reader(reader) => Some(reader),
+            Self::Saved(saved) => format.resume_blocks(saved),
+        }
+    }
+}
+
+impl Serialize for BlocksState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Reader(reader) => reader.save().serialize(s),
+            Self::Saved(saved) => saved.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BlocksState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        serde_json::Value::deserialize(d).map(Self::Saved)
+    }
+}
+
 /// A reader of blocks whose state is plain data, as [`Blocks::save`] saved it.
 fn resumed<B>(saved: serde_json::Value) -> Option<Box<dyn Blocks>>
 where

@@ -16,6 +16,7 @@ pub mod source;
 pub mod stream;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -42,10 +43,11 @@ pub struct Scanned {
     pub bytes: u64,
 }
 
-/// A ledger after its first pass: what it found, and where to read it again.
+/// A ledger after its first pass: what it found (shared with where an extraction of it ends: a
+/// long session's is megabytes), and where to read it again.
 pub struct Ledger<'s> {
     source: &'s dyn Source,
-    scanned: Scanned,
+    scanned: Arc<Scanned>,
 }
 
 impl std::ops::Deref for Ledger<'_> {
@@ -158,12 +160,15 @@ impl Ledger<'_> {
             unparseable,
             bytes: lines.bytes(),
         };
-        Ok(Ledger { source, scanned })
+        Ok(Ledger {
+            source,
+            scanned: Arc::new(scanned),
+        })
     }
 
     /// What this scan found, for a scan of the ledger grown by an append to go on from; `None`
     /// unless it read whole lines only, `bytes` of them.
-    pub fn scanned(&self, bytes: u64) -> Option<Scanned> {
+    pub fn scanned(&self, bytes: u64) -> Option<Arc<Scanned>> {
         (self.bytes == bytes).then(|| self.scanned.clone())
     }
 
@@ -383,13 +388,14 @@ mod tests {
                     .filter(|b| **b != b'\n')
                     .for_each(|b| *b = b' ');
                 let blanked = source("blanked.jsonl", &blanked);
-                let on = Ledger::scan_on(&blanked, Some(scanned.clone())).unwrap();
+                let on = Ledger::scan_on(&blanked, Some(Scanned::clone(&scanned))).unwrap();
                 assert_eq!(skeleton(&on), skeleton(&all), "{agent}");
                 let read_whole = Ledger::scan(&blanked).map(|l| skeleton(&l));
                 assert!(read_whole.ok() != Some(skeleton(&all)), "{agent}");
                 // Shorter than the bytes it would go on after: scanned whole.
                 let short = source("short.jsonl", &bytes[..cut - 1]);
-                let short_on = Ledger::scan_on(&short, Some(scanned)).unwrap();
+                let short_on =
+                    Ledger::scan_on(&short, Some(Arc::unwrap_or_clone(scanned))).unwrap();
                 assert_eq!(
                     skeleton(&short_on),
                     skeleton(&Ledger::scan(&short).unwrap())

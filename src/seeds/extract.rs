@@ -7,6 +7,7 @@ use std::sync::Arc;
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
+use crate::agents::BlocksState;
 use crate::error::Result;
 use crate::ledger::block::{code, log_bytes, log_lines};
 use crate::ledger::{Block, BlockKind, Ledger, Position, Scanned, Visit};
@@ -78,8 +79,8 @@ pub fn extract_from(
 #[derive(Serialize, Deserialize)]
 pub struct Midway {
     /// What the ledger's first pass found, to go on from: the entries walked are its entries.
-    scanned: Scanned,
-    blocks: serde_json::Value,
+    scanned: Arc<Scanned>,
+    blocks: BlocksState,
     builder: Builder,
 }
 
@@ -138,7 +139,7 @@ impl Midway {
         let position = Position {
             entries,
             bytes: self.scanned.bytes,
-            blocks: ledger.agent.format().resume_blocks(self.blocks)?,
+            blocks: self.blocks.resume(ledger.agent.format())?,
         };
         let builder = self.builder;
         Some(Resumed {
@@ -240,7 +241,7 @@ fn build(
         let builder = final_builder(ledger, plans, &chains, &own)?;
         Some(Midway {
             scanned: ledger.scanned(end.bytes)?,
-            blocks: end.blocks.save(),
+            blocks: BlocksState::Reader(end.blocks),
             builder: builder.without_lists(),
         })
     });
