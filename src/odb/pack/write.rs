@@ -287,9 +287,16 @@ impl PackWriter {
             pack_bytes,
             pack: *pack,
         };
-        // `sorted[i]` is the pack-order position of the i-th object by digest.
-        let mut sorted: Vec<u32> = (0..header.objects).collect();
-        sorted.sort_unstable_by_key(|&nth| self.objects[nth as usize].digest);
+        // `sorted[i]` is the pack-order position of the i-th object by digest. Sorted with their
+        // digests beside them: looked up in `objects` for every comparison, those of a long
+        // session's pack (67,234) took 13 ms to sort, 5.5 so, on the one core its fold's end
+        // waits on.
+        let mut keyed: Vec<([u8; 32], u32)> = (self.objects.iter())
+            .zip(0..header.objects)
+            .map(|(object, nth)| (object.digest, nth))
+            .collect();
+        keyed.sort_unstable();
+        let sorted: Vec<u32> = keyed.into_iter().map(|(_, nth)| nth).collect();
         let mut fanout = [0u32; 256];
         for object in &self.objects {
             fanout[usize::from(object.digest[0])] += 1;
