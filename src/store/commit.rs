@@ -22,7 +22,7 @@ impl Store {
         let committed = self.checked(manifest, overwrite).and_then(|()| {
             self.odb().sync()?;
             super::reconstruct::verify(self, manifest)?;
-            let mut pending = self.pending_manifest(manifest)?;
+            let mut pending = self.pending_manifest(&manifest.to_json())?;
             pending
                 .file()
                 .sync_all()
@@ -41,8 +41,13 @@ impl Store {
     pub fn commit_group(&self, manifests: &[(&Manifest, bool)]) -> Result<Vec<Result<()>>> {
         let staged: Vec<Result<Pending>> = (manifests.par_iter())
             .map(|&(manifest, overwrite)| {
-                self.checked(manifest, overwrite)
-                    .and_then(|()| self.pending_manifest(manifest))
+                // Its JSON made while it is checked: a long session's manifest (the 1 GB
+                // rollout's 110,138 parts, each looked up) takes tens of milliseconds for each,
+                // the last things a fold of it waits for.
+                let (checked, json) =
+                    rayon::join(|| self.checked(manifest, overwrite), || manifest.to_json());
+                checked
+                    .and_then(|()| self.pending_manifest(&json))
                     .map_err(|e| not_committed(e, manifest))
             })
             .collect();
@@ -82,11 +87,11 @@ impl Store {
         Ok(())
     }
 
-    fn pending_manifest(&self, manifest: &Manifest) -> Result<Pending> {
+    /// A manifest's JSON in a temp file.
+    fn pending_manifest(&self, json: &[u8]) -> Result<Pending> {
         super::create_private_dir(&self.manifests_dir())?;
         let mut pending = Pending::new_in(&self.tmp_dir(), ".manifest-")?;
-        std::io::Write::write_all(&mut pending, &manifest.to_json())
-            .with_path("write", pending.path())?;
+        std::io::Write::write_all(&mut pending, json).with_path("write", pending.path())?;
         Ok(pending)
     }
 
