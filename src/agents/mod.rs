@@ -324,3 +324,44 @@ impl Homes {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_readers_state_written_late_is_the_state_it_saves_and_goes_on_alike() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut went_on = 0;
+        for agent in Agent::ALL {
+            let dir = fixtures.join(agent.id());
+            for file in std::fs::read_dir(&dir).unwrap() {
+                let bytes = std::fs::read(file.unwrap().path()).unwrap();
+                let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+                let (before, after) = lines.split_at(lines.len() / 2);
+                let mut reader = agent.format().blocks();
+                before.iter().for_each(|line| drop(reader.blocks(line)));
+                let saved = reader.save();
+                let state = BlocksState::Reader(reader);
+                assert_eq!(
+                    serde_json::to_value(&state).unwrap(),
+                    saved,
+                    "{}",
+                    agent.id()
+                );
+                // As a checkpoint reads it back, and as the pass left it.
+                let read_back: BlocksState = serde_json::from_value(saved).unwrap();
+                let [mut left, mut read] = [state, read_back].map(|s| s.resume(agent.format()));
+                let (left, read) = (left.as_mut().unwrap(), read.as_mut().unwrap());
+                for line in after {
+                    let blocks = |r: &mut Box<dyn Blocks>| format!("{:?}", r.blocks(line));
+                    assert_eq!(blocks(left), blocks(read), "{}", agent.id());
+                }
+                went_on += 1;
+            }
+        }
+        assert!(went_on >= 8, "{went_on} files");
+        let other = BlocksState::Saved(serde_json::json!("not a reader's state"));
+        assert!(other.resume(Agent::Codex.format()).is_none());
+    }
+}

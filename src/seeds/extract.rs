@@ -1019,9 +1019,12 @@ mod tests {
             let unended = bytes[cut - 1] != b'\n';
             assert!(!unended || midway.is_none(), "{what}");
             let Some(midway) = midway else { continue };
-            // As kept in a checkpoint, and given back its lists by the final record.
-            let kept = serde_json::to_string(&midway).unwrap();
-            let midway: Midway = serde_json::from_str(&kept).unwrap();
+            // As kept in a checkpoint (every third as the extraction left it, its block reader
+            // unsaved), and given back its lists by the final record.
+            let midway = match cut % 3 {
+                0 => midway,
+                _ => serde_json::from_str(&serde_json::to_string(&midway).unwrap()).unwrap(),
+            };
             let midway = midway.with_final(before.last().unwrap().clone()).unwrap();
             // Every other one walked apart.
             let apart = cut % 2 == 1;
