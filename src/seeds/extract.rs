@@ -594,6 +594,7 @@ impl Builder {
         fresh
     }
 
+    /// Add `message` to those the builder's records list.
     fn user_message(&mut self, message: &UserMessage) {
         if !self.user_messages.is_empty() {
             self.user_messages.push(',');

@@ -178,6 +178,7 @@ impl<'a> Made<'a> {
         Made::whole(seq, record.to_line())
     }
 
+    /// A record whose line with seq 0 is `line`, in one piece.
     fn whole(seq: u64, line: String) -> Made<'static> {
         Made {
             seq,
