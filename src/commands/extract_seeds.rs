@@ -176,7 +176,7 @@ impl Command for ExtractSeedsArgs {
                     ));
                 }
                 extract(&ledger, &options, &FactsCache::default(), &mut |record| {
-                    emit(io.out, record.line())
+                    emit(io.out, &record)
                 })
             },
         )?;

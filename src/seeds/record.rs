@@ -3,7 +3,7 @@
 //! `errors` and `commands` stay JSON values because v3 writes them as objects.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -129,18 +129,18 @@ impl FoldIndex {
         serde_json::to_string(self).expect("a record serializes")
     }
 
-    /// The line [`to_line`](Self::to_line) writes for the record with its seq set to `seq`, at
-    /// the end of `out`, made from `unnumbered`, the line it writes with seq 0 (or the first
+    /// The line [`to_line`](Self::to_line) writes for the record with its seq set to `seq`,
+    /// written to `out`, made from `unnumbered`, the line it writes with seq 0 (or the first
     /// piece of it, up to past its seq): a long session's records are large (each re-lists every
     /// earlier span), and one is wanted of both lines.
-    pub fn push_numbered(unnumbered: &str, seq: u64, out: &mut String) {
+    pub fn write_numbered(unnumbered: &str, seq: u64, out: &mut impl fmt::Write) -> fmt::Result {
         // `seq` is written after `v`, `kind`, `harness` and `session`, and within a string a quote
         // is always escaped: the first `,"seq":0,` is the field.
         const ZERO: &str = ",\"seq\":0,";
         let at = unnumbered.find(ZERO).expect("a line with seq 0") + ZERO.len() - 2;
-        out.push_str(&unnumbered[..at]);
-        write!(out, "{seq}").expect("a String takes every write");
-        out.push_str(&unnumbered[at + 1..]);
+        out.write_str(&unnumbered[..at])?;
+        write!(out, "{seq}")?;
+        out.write_str(&unnumbered[at + 1..])
     }
 }
 
@@ -207,22 +207,28 @@ impl<'a> Made<'a> {
 
     /// Its line with seq `seq`, written at the end of `out` (a batch of lines).
     pub fn push_numbered(&self, seq: u64, out: &mut String) {
-        let [first, rest @ ..] = &self.pieces;
-        FoldIndex::push_numbered(first, seq, out);
-        rest.iter().for_each(|piece| out.push_str(piece));
+        self.write_numbered(seq, out)
+            .expect("a String takes every write");
     }
 
-    /// Its line, with the seq its plan gives it (what `ctxfold-extract-seeds` prints).
-    pub fn line(&self) -> String {
-        let mut line = String::with_capacity(self.line_len() + 20);
-        self.push_numbered(self.seq, &mut line);
-        line
+    fn write_numbered(&self, seq: u64, out: &mut impl fmt::Write) -> fmt::Result {
+        let [first, rest @ ..] = &self.pieces;
+        FoldIndex::write_numbered(first, seq, out)?;
+        rest.iter().try_for_each(|piece| out.write_str(piece))
     }
 
     /// The record, read back from its line.
     #[cfg(test)]
     pub fn record(&self) -> FoldIndex {
-        serde_json::from_str(&self.line()).expect("a record made reads back")
+        serde_json::from_str(&self.to_string()).expect("a record made reads back")
+    }
+}
+
+/// Its line, with the seq its plan gives it (what `ctxfold-extract-seeds` prints), written piece
+/// by piece.
+impl fmt::Display for Made<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_numbered(self.seq, f)
     }
 }
 
@@ -248,7 +254,7 @@ mod tests {
             for seq in [0, 1, 9, 10, 1_000_000_007, u64::MAX] {
                 record.seq = seq;
                 let mut batch = String::from("{}\n");
-                FoldIndex::push_numbered(&unnumbered, seq, &mut batch);
+                FoldIndex::write_numbered(&unnumbered, seq, &mut batch).unwrap();
                 assert_eq!(batch, format!("{{}}\n{}", record.to_line()));
             }
         }
@@ -278,7 +284,7 @@ mod tests {
             assert_eq!(made.line_len(), unnumbered.len());
             assert_eq!(made.fingerprint(), Fingerprint::of(unnumbered.as_bytes()));
             record.seq = 7;
-            assert_eq!(made.line(), record.to_line());
+            assert_eq!(made.to_string(), record.to_line());
             let mut batch = String::from("x");
             made.push_numbered(1_000_001, &mut batch);
             record.seq = 1_000_001;
