@@ -159,30 +159,28 @@ pub fn stream_block<T>(
         .with_path("read", pack)?;
     let dictionary = dictionary_of(&head, dictionaries).map_err(|e| bad(e.to_string()))?;
     let input = BufReader::new(Extent::new(file, block.pack_offset, block.stored_bytes));
+    let stream = |decoder: Decoder<'_, '_>| {
+        read(&mut BlockStream::new(decoder, pack, index, block.raw_bytes))
+    };
+    let created = || "create zstd decoder".into();
     match &dictionary {
         Some(dictionary) => {
-            let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(input, dictionary)
-                .context(|| "create zstd decoder".into())?;
-            read(&mut BlockStream::new(decoder, pack, index, block.raw_bytes))
+            stream(Decoder::with_prepared_dictionary(input, dictionary).context(created)?)
         }
         None => STREAM_DCTX.with(|context| match context.try_borrow_mut() {
-            Ok(mut context) => {
-                let decoder = zstd::stream::read::Decoder::with_context(input, &mut context);
-                read(&mut BlockStream::new(decoder, pack, index, block.raw_bytes))
-            }
+            Ok(mut context) => stream(Decoder::with_context(input, &mut context)),
             // A block streamed while another is, on the same thread.
-            Err(_) => {
-                let decoder = zstd::stream::read::Decoder::with_buffer(input)
-                    .context(|| "create zstd decoder".into())?;
-                read(&mut BlockStream::new(decoder, pack, index, block.raw_bytes))
-            }
+            Err(_) => stream(Decoder::with_buffer(input).context(created)?),
         }),
     }
 }
 
+/// What decodes a block's stream.
+type Decoder<'a, 'd> = zstd::stream::read::Decoder<'d, BufReader<Extent<'a>>>;
+
 /// A block's raw bytes as they are decoded.
 pub struct BlockStream<'a, 'd> {
-    decoder: zstd::stream::read::Decoder<'d, BufReader<Extent<'a>>>,
+    decoder: Decoder<'a, 'd>,
     pack: &'a Path,
     index: u32,
     raw_bytes: u64,
@@ -190,12 +188,7 @@ pub struct BlockStream<'a, 'd> {
 }
 
 impl<'a, 'd> BlockStream<'a, 'd> {
-    fn new(
-        decoder: zstd::stream::read::Decoder<'d, BufReader<Extent<'a>>>,
-        pack: &'a Path,
-        index: u32,
-        raw_bytes: u64,
-    ) -> Self {
+    fn new(decoder: Decoder<'a, 'd>, pack: &'a Path, index: u32, raw_bytes: u64) -> Self {
         Self {
             decoder: decoder.single_frame(),
             pack,
