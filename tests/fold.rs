@@ -836,6 +836,27 @@ fn seeds_extracted_alongside_a_fold_or_after_it_from_its_file_in(mut env: Env, h
     }
     env.set("CTXFOLD_TEST_CHECKPOINT_BYTES", u64::MAX.to_string());
     fold(&env, &env.store).ok();
+    // All in one run, the last session taken goes alongside after others its worker folded: they
+    // are committed while its seeds are extracted, its manifest staged meanwhile.
+    let together = env.path("together");
+    let store = together.to_str().unwrap();
+    let run = env.run("ctxfold", ["fold", "--apply", "--json", "--store", store]);
+    let lines = json_lines(&run.ok().stdout);
+    assert_eq!(lines.last().unwrap()["total"]["fold"], homes.sessions.len());
+    assert_eq!(fs::read_dir(together.join("tmp")).unwrap().count(), 0);
+    for placed in &homes.sessions {
+        let to = env.path(&format!("together-{}", placed.id));
+        let args = [
+            "restore",
+            &placed.id,
+            "--store",
+            store,
+            "--to",
+            to.to_str().unwrap(),
+        ];
+        env.run("ctxfold", args).ok();
+        assert!(fs::read(&to).unwrap() == placed.bytes, "{}", placed.id);
+    }
     let batches = fs::read_to_string(env.store.join("seeds/catalog.jsonl")).unwrap();
     assert!(
         batches.lines().count() > homes.sessions.len(),
@@ -843,7 +864,7 @@ fn seeds_extracted_alongside_a_fold_or_after_it_from_its_file_in(mut env: Env, h
     );
     for placed in &homes.sessions {
         let index = env.stored_seed_index(&after, &placed.id);
-        for store in [&env.store, &read_again] {
+        for store in [&env.store, &read_again, &together] {
             let other = env.stored_seed_index(store, &placed.id);
             assert_eq!(index, other, "{} in {}", placed.id, store.display());
         }

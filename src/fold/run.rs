@@ -3,9 +3,10 @@
 //! records into the same pack, and commits what it has read in groups, each behind one durability
 //! barrier: its pack in place first, then the group's manifests, then their seed batches listed in
 //! the catalog, then the sources removed. A worker commits once its group
-//! holds [`GROUP_BYTES`] of new objects or [`GROUP_TIME`] has passed, and when it runs out of
-//! sessions; each group's reports reach the caller as it commits, so a run (interrupted, too) says
-//! what it committed as it goes.
+//! holds [`GROUP_BYTES`] of new objects or [`GROUP_TIME`] has passed, when it runs out of
+//! sessions, and while the seeds of a session extracted alongside its fold are still being
+//! extracted (see [`Run::commit_ahead`]); each group's reports reach the caller as it commits, so a
+//! run (interrupted, too) says what it committed as it goes.
 //!
 //! Never a manifest before the objects it names are durable: a worker that meets an object another
 //! worker has claimed names it without writing it, and a manifest naming an object of a pack not
@@ -31,6 +32,7 @@ use crate::seeds::index::{self, Held, Staged};
 use crate::seeds::resume;
 use crate::sources::Found;
 use crate::store::Store;
+use crate::store::commit::StagedManifest;
 use crate::store::generations::{self, Reason};
 use crate::store::manifest::Manifest;
 
@@ -54,6 +56,9 @@ struct Pending {
     /// Its place in the run's list.
     at: usize,
     seeds: Seeds,
+    /// Its manifest, checked and written into a temp file ahead of the commit (see
+    /// [`Run::commit_ahead`]).
+    staged: Option<StagedManifest>,
 }
 
 /// What becomes of a session's seed records once its manifest is committed.
@@ -161,10 +166,8 @@ pub fn fold_all(
 impl Run<'_> {
     /// One worker: sessions one after another, committed in groups (see the module comment).
     fn work(&self, out: &crossbeam_channel::Sender<Result<Vec<Report>>>) -> Result<()> {
-        let odb = self.store.odb();
-        let new_writer = || odb.pack_writer(odb.pack_options(false)?);
         let mut writer = match self.options.apply {
-            true => Some(new_writer()?),
+            true => Some(new_pack(self.store)?),
             false => None,
         };
         let mut encoder =
@@ -176,14 +179,14 @@ impl Run<'_> {
             let Some(found) = self.sessions.get(at) else {
                 break;
             };
-            let sink = match &mut writer {
-                Some(writer) => Sink::Pack(writer),
-                None => Sink::Measure(&mut encoder),
-            };
             let alongside = self.goes_alongside(found);
-            let (prepared, alongside) = std::thread::scope(|scope| {
+            let (prepared, staged, alongside) = std::thread::scope(|scope| {
                 let extraction = alongside.then(|| scope.spawn(|| self.extract_alongside(found)));
-                let prepared = prepare(
+                let sink = match &mut writer {
+                    Some(writer) => Sink::Pack(writer),
+                    None => Sink::Measure(&mut encoder),
+                };
+                let mut prepared = prepare(
                     self.store,
                     found,
                     self.options,
@@ -191,8 +194,15 @@ impl Run<'_> {
                     sink,
                     &self.claimed,
                 );
-                (prepared, extraction.and_then(|e| e.join().ok()))
-            });
+                let staged = match (&extraction, &mut writer) {
+                    (Some(_), Some(full)) => {
+                        self.commit_ahead(full, &mut pending, &mut prepared, out)?
+                    }
+                    _ => None,
+                };
+                let alongside = extraction.and_then(|e| e.join().ok());
+                Ok::<_, Error>((prepared, staged, alongside))
+            })?;
             (self.progress.read)();
             let Some(full) = &mut writer else {
                 // A dry run commits nothing: each session is reported as it is measured.
@@ -215,9 +225,10 @@ impl Run<'_> {
                     prepared,
                     at,
                     seeds,
+                    staged,
                 });
                 if full.raw_bytes() >= GROUP_BYTES || since.elapsed() >= GROUP_TIME {
-                    let pack = std::mem::replace(full, new_writer()?);
+                    let pack = std::mem::replace(full, new_pack(self.store)?);
                     let _ = out.send(self.commit_pack_and(pack, std::mem::take(&mut pending)));
                     since = Instant::now();
                 }
@@ -335,7 +346,6 @@ impl Run<'_> {
     fn extract_alongside(&self, found: &Found) -> Alongside {
         let session = &found.session.id;
         let source = AlongsideFile::new(found.path.clone());
-        let odb = self.store.odb();
         let mut pack: Option<PackWriter> = None;
         let held = {
             let catalog = self.catalog.lock().expect("never poisoned");
@@ -352,13 +362,7 @@ impl Run<'_> {
                 &source,
                 &self.facts,
                 resume,
-                &mut |digest, bytes| {
-                    let writer = match &mut pack {
-                        Some(writer) => writer,
-                        None => pack.insert(odb.pack_writer(odb.pack_options(false)?)?),
-                    };
-                    put_batch(writer, digest, bytes)
-                },
+                &mut |digest, bytes| put_batch(writer_of(self.store, &mut pack)?, digest, bytes),
             )
         });
         Alongside {
@@ -390,12 +394,47 @@ impl Run<'_> {
         let mut staged = alongside.staged.ok()?;
         // Kept even if what follows fails, it goes unused (its final record is not listed).
         scope.spawn(self.keep_end(&mut staged, manifest, found));
-        // Its full batches are durable before the catalog can name them.
-        (alongside.pack)
-            .map(|pack| self.store.odb().commit_pack(pack))
+        // Its last batch goes with its full ones: the worker's pack went into place before it was
+        // made (see `commit_ahead`).
+        let mut pack = alongside.pack;
+        if let Some((digest, bytes)) = staged.take_object() {
+            let writer = writer_of(self.store, &mut pack).ok()?;
+            writer.add_owned(&digest, bytes).ok()?;
+        }
+        // Its batches are durable before the catalog can name them.
+        (pack.map(|pack| self.store.odb().commit_pack(pack)))
             .transpose()
             .ok()?;
         Some(Seeds::Staged(Box::new(staged)))
+    }
+
+    /// While a session's seeds are still being extracted alongside it (on the other cores), do
+    /// what its commit would otherwise do on one core once they are: put the worker's pack in
+    /// place (committing the sessions before it in the pack), then check the session's manifest
+    /// and write it into a temp file. It is committed with its seeds, behind their barrier. `None`
+    /// when it cannot be staged yet (its objects are not all in place: the commit says why).
+    fn commit_ahead(
+        &self,
+        full: &mut PackWriter,
+        pending: &mut Vec<Pending>,
+        prepared: &mut Prepared,
+        out: &crossbeam_channel::Sender<Result<Vec<Report>>>,
+    ) -> Result<Option<StagedManifest>> {
+        let pack = std::mem::replace(full, new_pack(self.store)?);
+        let _ = out.send(self.commit_pack_and(pack, std::mem::take(pending)));
+        let overwrite = self.overwrites(prepared);
+        let Some(manifest) = prepared.manifest.as_mut() else {
+            return Ok(None);
+        };
+        if !fill_stored_bytes(self.store, manifest)? {
+            return Ok(None);
+        }
+        Ok(self.store.stage_manifest(manifest, overwrite).ok())
+    }
+
+    /// Whether a session's manifest may replace the one the store holds.
+    fn overwrites(&self, prepared: &Prepared) -> bool {
+        prepared.keep.is_some() || self.options.overwrite
     }
 
     /// Whether `session` has a seed index (one that cannot be looked up counts as there: a
@@ -448,7 +487,7 @@ impl Run<'_> {
     /// finish each session: stamp, source removal. `in_worker`: on a worker thread already (no
     /// more parallelism).
     fn commit(&self, mut group: Vec<Pending>, in_worker: bool) -> Result<Vec<Report>> {
-        let (store, options) = (self.store, self.options);
+        let store = self.store;
         // Sessions apart, on every core: the last group's commit is what a fold ends waiting on.
         group
             .par_iter_mut()
@@ -477,13 +516,22 @@ impl Run<'_> {
                 }
                 Ok::<_, Error>(())
             })?;
-        let manifests: Vec<(&Manifest, bool)> = group
-            .iter()
-            .filter_map(|Pending { prepared: p, .. }| {
-                Some((p.manifest.as_ref()?, p.keep.is_some() || options.overwrite))
-            })
+        let staged: Vec<Result<StagedManifest>> = (group.par_iter_mut())
+            .filter_map(
+                |Pending {
+                     prepared: p,
+                     staged,
+                     ..
+                 }| {
+                    let manifest = p.manifest.as_ref()?;
+                    Some(match staged.take() {
+                        Some(staged) => Ok(staged),
+                        None => store.stage_manifest(manifest, self.overwrites(p)),
+                    })
+                },
+            )
             .collect();
-        let results = store.commit_group(&manifests)?;
+        let results = store.commit_staged(staged)?;
         let mut results = results.into_iter();
         for Pending { prepared: p, .. } in
             group.iter_mut().filter(|p| p.prepared.manifest.is_some())
@@ -538,6 +586,20 @@ impl Run<'_> {
 fn put_batch(pack: &mut PackWriter, digest: &Digest, bytes: Vec<u8>) -> Result<Vec<u8>> {
     pack.add_owned(digest, bytes)?;
     Ok(pack.take_spare())
+}
+
+/// The pack writer of `pack`, a new one if there is none yet.
+fn writer_of<'p>(store: &Store, pack: &'p mut Option<PackWriter>) -> Result<&'p mut PackWriter> {
+    Ok(match pack {
+        Some(writer) => writer,
+        None => pack.insert(new_pack(store)?),
+    })
+}
+
+/// A new pack for a worker's objects.
+fn new_pack(store: &Store) -> Result<PackWriter> {
+    let odb = store.odb();
+    odb.pack_writer(odb.pack_options(false)?)
 }
 
 /// Packed objects' stored sizes are known once their pack is written: the manifest records them.

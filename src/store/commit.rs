@@ -3,16 +3,23 @@
 //! The contract: a manifest is committed only after every object it names exists (durably) and a
 //! reconstruction hash matches the source's sha256 and size. Two ways to meet it:
 //! [`Store::commit_manifest`] reads the session back from the store (for manifests whose parts
-//! came from elsewhere: `write-manifest`, a remote); [`Store::commit_group`] takes a writer's word
-//! that the parts were hashed as they were written, checks every object is present, and writes a
-//! group of manifests behind one durability barrier.
-
-use rayon::prelude::*;
+//! came from elsewhere: `write-manifest`, a remote); [`Store::stage_manifest`] takes a writer's
+//! word that the parts were hashed as they were written, checks every object is present, and
+//! writes the manifest into a temp file, and [`Store::commit_staged`] puts a group of them in
+//! place behind one durability barrier.
 
 use super::Store;
 use super::atomic::{Committed, Pending, sync_dir, sync_parent};
 use super::manifest::Manifest;
 use crate::error::{Cause, Error, IoContext, Result};
+
+/// A manifest checked and written into a temp file ([`Store::stage_manifest`]): committed by
+/// [`Store::commit_staged`], gone if dropped.
+pub struct StagedManifest {
+    pending: Pending,
+    session: String,
+    overwrite: bool,
+}
 
 impl Store {
     /// Commit a manifest: every object it names must exist, the store is synced, and a
@@ -27,42 +34,49 @@ impl Store {
                 .file()
                 .sync_all()
                 .with_path("fsync", pending.path())?;
-            self.place(pending, manifest, overwrite)?;
+            self.place(pending, &manifest.session.id, overwrite)?;
             sync_parent(&self.manifest_path(&manifest.session.id))
         });
-        committed.map_err(|e| not_committed(e, manifest))
+        committed.map_err(|e| not_committed(e, &manifest.session.id))
     }
 
-    /// Commit manifests whose parts their writer hashed as it wrote them (and found to match the
-    /// source), each with whether it may replace the session's manifest: each must pass the
-    /// manifest checks and name only present objects. All are written to temp files, made durable
-    /// by one `syncfs`, renamed into place, and the folder fsynced once. Returns one result per
-    /// manifest, in order: one refused leaves the others committed.
-    pub fn commit_group(&self, manifests: &[(&Manifest, bool)]) -> Result<Vec<Result<()>>> {
-        let staged: Vec<Result<Pending>> = (manifests.par_iter())
-            .map(|&(manifest, overwrite)| {
-                // Its JSON made while it is checked: a long session's manifest (the 1 GB
-                // rollout's 110,138 parts, each looked up) takes tens of milliseconds for each,
-                // the last things a fold of it waits for.
-                let (checked, json) =
-                    rayon::join(|| self.checked(manifest, overwrite), || manifest.to_json());
-                checked
-                    .and_then(|()| self.pending_manifest(&json))
-                    .map_err(|e| not_committed(e, manifest))
+    /// Check a manifest whose parts their writer hashed as it wrote them (and found to match the
+    /// source), and write it into a temp file, for [`Store::commit_staged`]: it must pass the
+    /// manifest checks, not be there already unless `overwrite`, and name only present objects.
+    pub fn stage_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<StagedManifest> {
+        // Its JSON made while it is checked: a long session's manifest (the 1 GB rollout's
+        // 110,138 parts, each looked up) takes tens of milliseconds for each.
+        let (checked, json) =
+            rayon::join(|| self.checked(manifest, overwrite), || manifest.to_json());
+        let session = &manifest.session.id;
+        checked
+            .and_then(|()| self.pending_manifest(&json))
+            .map(|pending| StagedManifest {
+                pending,
+                session: session.clone(),
+                overwrite,
             })
-            .collect();
-        // One barrier for the group: the temp files' bytes are durable before any is renamed.
+            .map_err(|e| not_committed(e, session))
+    }
+
+    /// Commit staged manifests behind one durability barrier: the temp files' bytes (and the
+    /// objects they name) made durable by one `syncfs`, renamed into place, and the folder
+    /// fsynced once. Returns one result per manifest, in order, an error staging it gave passed
+    /// on: one refused leaves the others committed.
+    pub fn commit_staged(&self, staged: Vec<Result<StagedManifest>>) -> Result<Vec<Result<()>>> {
         if staged.iter().any(Result::is_ok) {
             self.odb().sync()?;
         }
-        let mut results = Vec::new();
-        for (staging, &(manifest, overwrite)) in staged.into_iter().zip(manifests) {
-            results.push(
-                staging
-                    .and_then(|pending| self.place(pending, manifest, overwrite))
-                    .map_err(|e| not_committed(e, manifest)),
-            );
-        }
+        let results: Vec<Result<()>> = (staged.into_iter())
+            .map(|staging| {
+                let StagedManifest {
+                    pending,
+                    session,
+                    overwrite,
+                } = staging?;
+                (self.place(pending, &session, overwrite)).map_err(|e| not_committed(e, &session))
+            })
+            .collect();
         if results.iter().any(Result::is_ok) {
             sync_dir(&self.manifests_dir())?;
         }
@@ -96,22 +110,128 @@ impl Store {
     }
 
     /// Rename a durable temp file into place (never over an existing manifest unless `overwrite`).
-    fn place(&self, pending: Pending, manifest: &Manifest, overwrite: bool) -> Result<()> {
-        let target = self.manifest_path(&manifest.session.id);
-        match pending.place_unsynced(&target, overwrite)? {
+    fn place(&self, pending: Pending, session: &str, overwrite: bool) -> Result<()> {
+        match pending.place_unsynced(&self.manifest_path(session), overwrite)? {
             Committed::Written => Ok(()),
-            Committed::AlreadyThere => Err(Error::manifest_exists(&manifest.session.id)),
+            Committed::AlreadyThere => Err(Error::manifest_exists(session)),
         }
     }
 }
 
 /// Say which session was not committed (a manifest that exists says so itself).
-fn not_committed(e: Error, manifest: &Manifest) -> Error {
+fn not_committed(e: Error, session: &str) -> Error {
     match e.cause() {
         Cause::ManifestExists { .. } => e,
-        _ => e.context(format_args!(
-            "session {:?} not committed",
-            manifest.session.id
-        )),
+        _ => e.context(format_args!("session {session:?} not committed")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Digest;
+    use crate::odb::Encoder;
+    use crate::segment::Settings;
+    use crate::store::manifest::{KIND, ObjectRef, Part, PartKind, Session, Source};
+
+    /// A store holding one object, and a manifest of session `s1` made of it.
+    fn store_and_manifest(dir: &std::path::Path) -> (Store, Manifest) {
+        let store = Store::init(dir.join("store")).unwrap();
+        let bytes = b"{\"a\":1}\n";
+        let digest = Digest::of(bytes);
+        let mut encoder = Encoder::new(crate::odb::DEFAULT_LEVEL).unwrap();
+        store.odb().put(&digest, bytes, &mut encoder).unwrap();
+        let manifest = Manifest {
+            version: 1,
+            kind: KIND.into(),
+            session: Session {
+                id: "s1".into(),
+                title: None,
+                cwd: None,
+                rollout_path: "/r.jsonl".into(),
+                archived: false,
+            },
+            source: Source {
+                bytes: bytes.len() as u64,
+                sha256: digest,
+            },
+            settings: Settings::default(),
+            parts: vec![Part {
+                kind: PartKind::Residual,
+                json_path: None,
+                object: ObjectRef {
+                    sha256: digest,
+                    raw_bytes: bytes.len() as u64,
+                    stored_bytes: 0,
+                },
+            }],
+        };
+        (store, manifest)
+    }
+
+    fn temp_files(store: &Store) -> usize {
+        std::fs::read_dir(store.tmp_dir()).unwrap().count()
+    }
+
+    #[test]
+    fn a_staged_manifest_is_in_place_only_once_committed_and_gone_if_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, manifest) = store_and_manifest(dir.path());
+        let staged = store.stage_manifest(&manifest, false).unwrap();
+        assert_eq!(temp_files(&store), 1);
+        assert!(!store.has_manifest("s1"));
+        drop(staged);
+        assert_eq!(temp_files(&store), 0);
+        assert!(!store.has_manifest("s1"));
+
+        let staged = store.stage_manifest(&manifest, false).unwrap();
+        let results = store.commit_staged(vec![Ok(staged)]).unwrap();
+        assert!(results[0].is_ok());
+        assert_eq!(store.load_manifest("s1").unwrap(), manifest);
+        assert_eq!(temp_files(&store), 0);
+    }
+
+    #[test]
+    fn a_manifest_committed_after_another_was_staged_stands_and_the_staged_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, manifest) = store_and_manifest(dir.path());
+        let staged = store.stage_manifest(&manifest, false).unwrap();
+        // Another fold of the session commits first, with other (informational) stored sizes.
+        let mut theirs = manifest.clone();
+        theirs.parts[0].object.stored_bytes = 7;
+        let other = store.stage_manifest(&theirs, false).unwrap();
+        assert!(store.commit_staged(vec![Ok(other)]).unwrap()[0].is_ok());
+
+        let results = store.commit_staged(vec![Ok(staged)]).unwrap();
+        let refused = results.into_iter().next().unwrap().unwrap_err();
+        assert!(
+            matches!(refused.cause(), Cause::ManifestExists { .. }),
+            "{refused}"
+        );
+        assert_eq!(store.load_manifest("s1").unwrap(), theirs);
+        assert_eq!(temp_files(&store), 0);
+    }
+
+    #[test]
+    fn an_error_staging_a_manifest_is_its_result_and_the_others_are_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, manifest) = store_and_manifest(dir.path());
+        let mut missing = manifest.clone();
+        missing.session.id = "s2".into();
+        missing.parts[0].object.sha256 = Digest::of(b"absent");
+        let refused = store.stage_manifest(&missing, false).map(drop).unwrap_err();
+        assert!(
+            refused.to_string().contains("session \"s2\" not committed"),
+            "{refused}"
+        );
+
+        let staged = vec![
+            store.stage_manifest(&missing, false),
+            store.stage_manifest(&manifest, false),
+        ];
+        let results = store.commit_staged(staged).unwrap();
+        assert!(results[0].is_err() && results[1].is_ok());
+        assert!(!store.has_manifest("s2"));
+        assert!(store.has_manifest("s1"));
     }
 }
