@@ -24,7 +24,7 @@ use crate::digest::Digest;
 use crate::error::{Cause, Error, Result};
 use crate::ledger::{AlongsideFile, FoldedFile, Kept};
 use crate::odb::Encoder;
-use crate::odb::pack::PackWriter;
+use crate::odb::pack::{FEW_BLOCKS_BYTES, PackWriter};
 use crate::seeds::catalog::{Batch, Catalog};
 use crate::seeds::extract::Resume;
 use crate::seeds::facts::FactsCache;
@@ -120,6 +120,9 @@ pub fn fold_all(
     progress: &Progress<'_>,
     group: &mut dyn FnMut(Vec<Report>) -> Result<()>,
 ) -> Result<()> {
+    // What a fold reads back from the store (the batches its checkpoints end in, sessions it
+    // verifies or indexes from there) comes back to few blocks.
+    store.odb().set_block_cache(FEW_BLOCKS_BYTES);
     let run = Run {
         store,
         sessions,

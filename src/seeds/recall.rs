@@ -18,7 +18,7 @@ use super::union::{Union, record_of_fields};
 use crate::digest::Fingerprint;
 use crate::error::Result;
 use crate::ledger::{FileSource, Ledger, Source, StoreSource};
-use crate::odb::pack::{AGGRESSIVE_BLOCK_BYTES, DEFAULT_CACHE_BYTES};
+use crate::odb::pack::{DEFAULT_CACHE_BYTES, FEW_BLOCKS_BYTES};
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -132,19 +132,15 @@ impl Query<'_> {
     }
 }
 
-/// Decoded blocks kept while reading the seed index: a few, for the batches of neighbouring
-/// sessions that share them, at every block size we write (the cache keeps a block of at most a
-/// quarter of its budget: below that, each batch of a repacked store decoded its whole block).
-const INDEX_CACHE_BYTES: usize = 4 * AGGRESSIVE_BLOCK_BYTES;
-
 pub fn recall(
     store: &Store,
     query: &Query<'_>,
     emit: &mut dyn FnMut(Event) -> Result<()>,
 ) -> Result<()> {
     let catalog = Catalog::load(store)?;
-    // Each session's batches are read once, in catalog order, from blocks neighbours share.
-    store.odb().set_block_cache(INDEX_CACHE_BYTES);
+    // Each session's batches are read once, in catalog order, from blocks neighbours share (with
+    // less than a few blocks' room, each batch of a repacked store decoded its whole block).
+    store.odb().set_block_cache(FEW_BLOCKS_BYTES);
     for session in index::sessions(store, &catalog)? {
         if query.session.is_some_and(|s| s != session) {
             continue;
@@ -217,7 +213,7 @@ fn recall_session(
     let ledger = Ledger::scan(source)?;
     let wanted: HashSet<String> = spans.iter().map(|s| s.block_id.clone()).collect();
     let blocks = ledger.resolve_where(&wanted, &|block| query.pattern.is_match(&block.text))?;
-    store.odb().set_block_cache(INDEX_CACHE_BYTES);
+    store.odb().set_block_cache(FEW_BLOCKS_BYTES);
     let mut missing = 0;
     for span in spans {
         let Some(found) = blocks.get(&span.block_id) else {
@@ -346,7 +342,6 @@ impl Spans {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::odb::pack::BlockCache;
 
     #[test]
     fn spans_are_gathered_once_each_in_the_order_records_list_them() {
@@ -383,12 +378,5 @@ mod tests {
         let ids: Vec<&str> = spans.list.iter().map(|s| s.block_id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c", "d"]);
         assert_eq!(spans.list[1].turn, None, "the first written of b");
-    }
-
-    #[test]
-    fn the_index_cache_keeps_blocks_of_every_size_packs_are_written_with() {
-        let cache = BlockCache::new(INDEX_CACHE_BYTES);
-        assert!(cache.admits(AGGRESSIVE_BLOCK_BYTES as u64));
-        assert!(cache.admits(crate::odb::pack::DEFAULT_BLOCK_BYTES as u64));
     }
 }

@@ -13,6 +13,12 @@ use crate::digest::Digest;
 /// Enough for a restore's working set of blocks at every block size we write.
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
+/// Enough for a few blocks at every block size we write (the cache keeps a block of at most a
+/// quarter of its budget), for readers that come back only to neighbouring blocks: the batches of
+/// a seed index, which neighbouring sessions share, and what a fold reads of what it folded
+/// before (a full cache added its 64 MiB to a re-fold's peak).
+pub const FEW_BLOCKS_BYTES: usize = 4 * super::AGGRESSIVE_BLOCK_BYTES;
+
 /// A block of a pack: the pack's name and the block's number.
 type Key = (Digest, u32);
 
@@ -113,6 +119,13 @@ impl Default for BlockCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_few_blocks_room_keeps_blocks_of_every_size_packs_are_written_with() {
+        let cache = BlockCache::new(FEW_BLOCKS_BYTES);
+        assert!(cache.admits(super::super::AGGRESSIVE_BLOCK_BYTES as u64));
+        assert!(cache.admits(super::super::DEFAULT_BLOCK_BYTES as u64));
+    }
 
     #[test]
     fn evicts_the_least_recently_used_within_its_budget() {

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
 
-pub use cache::{BlockCache, DEFAULT_CACHE_BYTES, Decoded};
+pub use cache::{BlockCache, DEFAULT_CACHE_BYTES, Decoded, FEW_BLOCKS_BYTES};
 pub use read::{Block, Location, Pack};
 pub use verify::{Problem, verify};
 pub use write::PackWriter;
