@@ -93,6 +93,13 @@ pub enum Check {
     /// The caller hashes what it reads as a whole (a session against its manifest's sha256), and
     /// acts on nothing it read before that check.
     Whole,
+    /// Packed objects against the checksum of their block's zstd frame, which every block
+    /// ctxfold writes carries and a read checks once it decodes the block to its end (a whole
+    /// block, or a large one's last object: every seed batch), not hashed: for readers of many
+    /// megabytes who only search them, what they pull back being checked on its own (a seed
+    /// index, whose spans are verified against their sha256). Loose objects and the reference's
+    /// are hashed still: their frames carry no other check.
+    Frame,
 }
 
 /// A handle on a store's objects. Cheap to clone; clones share their caches and open packs.

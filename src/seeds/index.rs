@@ -24,7 +24,7 @@ use super::union::{Record, Union};
 use crate::digest::{Digest, Fingerprint};
 use crate::error::{Error, IoContext, Result};
 use crate::ledger::{Ledger, Source, StoreSource};
-use crate::odb::{DEFAULT_LEVEL, Encoder};
+use crate::odb::{Check, DEFAULT_LEVEL, Encoder};
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id, entry_names};
 
@@ -133,9 +133,10 @@ impl Parts for StoreIndex<'_> {
         for batch in catalog.of(session) {
             found = true;
             bytes.clear();
-            store
-                .odb()
-                .read(&batch.object, Some(batch.bytes), &mut bytes)
+            // Searched, not hashed: a long session's batches are hundreds of megabytes, and hashing
+            // them was a third of recall's time.
+            (store.odb())
+                .read_checked(&batch.object, Some(batch.bytes), &mut bytes, Check::Frame)
                 .map_err(|e| e.context(format_args!("the seed index of {session}")))?;
             if each(&mut &bytes[..], &format!("seed batch {}", batch.object))?.is_break() {
                 break;

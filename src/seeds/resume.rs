@@ -93,12 +93,11 @@ impl Checkpoint {
     pub fn midway(self, store: &Store, batches: &[Batch]) -> Option<Midway> {
         let mut bytes = Vec::new();
         for batch in batches.iter().rev() {
-            // Not hashed whole (a long session's batches are tens of megabytes): what is taken
-            // of it is one record whose identity must be the one kept, and a packed block's
-            // frame carries a checksum of its own.
+            // Not hashed (a long session's batches are tens of megabytes): what is taken of it is
+            // one record whose identity must be the one kept.
             bytes.clear();
             (store.odb())
-                .read_checked(&batch.object, Some(batch.bytes), &mut bytes, Check::Whole)
+                .read_checked(&batch.object, Some(batch.bytes), &mut bytes, Check::Frame)
                 .ok()?;
             for line in bytes.rsplit(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 let Ok(mut record) = serde_json::from_slice::<FoldIndex>(line) else {

@@ -179,7 +179,7 @@ impl Pack {
         let mut hashing = None;
         let sink: &mut dyn Write = match check {
             Check::Object => hashing.insert(HashingWriter::new(out)),
-            Check::Whole => out,
+            Check::Whole | Check::Frame => out,
         };
         if block.raw_bytes <= MAX_WHOLE_BLOCK {
             let raw = self.decoded(&block, dictionaries)?;

@@ -601,6 +601,40 @@ fn the_buffer_of_an_object_handed_over_comes_back_once_compressed() {
 }
 
 #[test]
+fn a_read_checked_by_its_frame_refuses_a_block_whose_checksum_does_not_hold() {
+    let f = fixture();
+    // One object in a block decoded whole, one large enough to stream from a block of its own.
+    let objects = vec![text(1, 100_000), text(2, 9 << 20)];
+    let info = write(&f, &objects, options(1 << 20));
+    assert_eq!(info.blocks, 2);
+    let frame_read = |pack: &Pack, object: &[u8]| {
+        let at = pack.find(&Digest::of(object)).unwrap();
+        let mut out = Vec::new();
+        let read = pack.read(&at, None, &mut out, &NoDictionaries, Check::Frame);
+        read.map(|_| out)
+    };
+    let pack = Pack::open(&f.packs, &info.name).unwrap();
+    for object in &objects {
+        assert_eq!(&frame_read(&pack, object).unwrap(), object);
+    }
+    // The last bytes of each frame are its checksum: the bytes decode as they were, but do not
+    // hold.
+    let mut bytes = fs::read(pack.path()).unwrap();
+    for n in 0..2 {
+        let block = pack.block(n).unwrap();
+        bytes[(block.pack_offset + block.stored_bytes - 1) as usize] ^= 0x55;
+    }
+    fs::write(pack.path(), bytes).unwrap();
+    let pack = Pack::open(&f.packs, &info.name).unwrap();
+    for (n, object) in objects.iter().enumerate() {
+        let err = frame_read(&pack, object).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains(&format!("block {n}: zstd")), "{shown}");
+        assert!(shown.contains("checksum"), "{shown}");
+    }
+}
+
+#[test]
 fn large_blocks_stream_after_a_damaged_one_and_within_one_another() {
     let f = fixture();
     // Each past what is decoded whole: streamed, with the thread's streaming context.
