@@ -413,7 +413,9 @@ mod tests {
             settings: Default::default(),
             parts: Vec::new(),
         };
-        store.commit_manifest(&manifest, false).unwrap();
+        store
+            .commit_manifest(&manifest, crate::store::commit::Replace::Nothing)
+            .unwrap();
         let request = Request {
             name: "s1".into(),
             generation: None,

@@ -1176,6 +1176,51 @@ fn a_fold_that_loses_a_remove_source_race_reports_the_session_folded() {
 }
 
 #[test]
+fn a_session_another_run_folds_longer_meanwhile_is_not_replaced_by_the_shorter_fold() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    let placed = homes
+        .active()
+        .find(|s| s.path.to_str().unwrap().contains("/rollout-"))
+        .unwrap();
+    let path = placed.path.to_str().unwrap();
+    env.run("ctxfold", ["fold", "--apply", path]).ok();
+    let line = |n: u32| {
+        format!(
+            "{{\"timestamp\":\"2026-06-01T00:00:0{n}.000Z\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"agent_message\",\"message\":\"turn {n}\"}}}}\n"
+        )
+    };
+    // The session grows by a line; elsewhere, a copy of it by two, which another run folds
+    // between this fold's read and its commit.
+    let grown = [&placed.bytes[..], line(1).as_bytes()].concat();
+    let longer = [&grown[..], line(2).as_bytes()].concat();
+    fs::write(&placed.path, &grown).unwrap();
+    let copy = env.path("elsewhere").join(placed.path.file_name().unwrap());
+    fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    fs::write(&copy, &longer).unwrap();
+    env.set(
+        "CTXFOLD_TEST_AFTER_READ",
+        format!(
+            "env -u CTXFOLD_TEST_AFTER_READ $CTXFOLD_EXEC_PATH/ctxfold fold --apply {} >/dev/null",
+            copy.display()
+        ),
+    );
+    let run = env.run("ctxfold", ["fold", "--apply", "--json", path]);
+    let report = &json_lines(&run.fails(3).stdout)[0];
+    assert_eq!(report["action"], "unsettled", "{report}");
+    // The longer fold stands, and the version both grew from is kept.
+    let to = env.path("back.jsonl");
+    let to = to.to_str().unwrap();
+    env.run("ctxfold", ["restore", &placed.id, "--to", to]).ok();
+    assert!(fs::read(to).unwrap() == longer);
+    let kept = env.path("kept.jsonl");
+    let kept = kept.to_str().unwrap();
+    let first = format!("{}@1", placed.id);
+    env.run("ctxfold", ["restore", &first, "--to", kept]).ok();
+    assert!(fs::read(kept).unwrap() == placed.bytes);
+}
+
+#[test]
 fn older_than_lets_go_of_active_sources_unchanged_that_long() {
     let mut env = Env::new();
     let homes = homes::build(&mut env, homes::sets().remove(0));

@@ -8,6 +8,7 @@ use crate::commands::SettingsArgs;
 use crate::digest::hash_reader;
 use crate::error::{Error, IoContext, Result};
 use crate::sources::absolute_utf8;
+use crate::store::commit::Replace;
 use crate::store::lock::Mode;
 use crate::store::manifest::{KIND, Manifest, Part, Session, Source, VERSION};
 use crate::store::{Store, check_session_id};
@@ -84,7 +85,11 @@ impl Command for WriteManifestArgs {
             settings,
             parts,
         };
-        store.commit_manifest(&manifest, self.overwrite)?;
+        let replace = match self.overwrite {
+            true => Replace::Any,
+            false => Replace::Nothing,
+        };
+        store.commit_manifest(&manifest, replace)?;
         emit(io.out, store.manifest_path(&manifest.session.id).display())?;
         Ok(Status::Success)
     }

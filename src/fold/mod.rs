@@ -39,6 +39,8 @@ use crate::odb::Encoder;
 use crate::segment::{Settings, segment};
 use crate::sources::Found;
 use crate::store::Store;
+#[cfg(doc)]
+use crate::store::commit::Replace;
 use crate::store::generations::Reason;
 use crate::store::manifest::{KIND, Manifest, Source, VERSION};
 use crate::store::writer::{Mode, PartWriter, WriteStats};
@@ -160,8 +162,10 @@ pub struct Prepared {
     pub read: Option<Fingerprint>,
     /// The objects its fold adds to the store.
     pub created: Vec<Digest>,
-    /// Why the manifest this fold replaces is kept as a generation (`None`: there is none).
-    pub keep: Option<Reason>,
+    /// The manifest this fold replaces (`None`: there is none), as it read it: why it is kept as
+    /// a generation, and its source, that of the one manifest its commit may replace (see
+    /// [`Replace::Only`]).
+    pub replaces: Option<(Reason, Source)>,
     /// The source as folded before, which the bytes read begin with (a session grown since).
     pub grown_from: Option<Source>,
     /// What hashed the bytes before the manifest's last part (for the next fold of it grown).
@@ -227,7 +231,7 @@ pub fn prepare(
         stamp: None,
         read: None,
         created: Vec::new(),
-        keep: None,
+        replaces: None,
         grown_from: None,
         before_last: None,
         known: None,
@@ -284,13 +288,15 @@ fn prepare_into(
             }
             State::Grown => {
                 title_before = Some((manifest.session.title.clone(), manifest.source.bytes));
-                prepared.keep = Some(Reason::Grown);
+                prepared.replaces = Some((Reason::Grown, manifest.source));
                 prepared.grown_from = Some(manifest.source);
                 if reused.is_some() {
                     grown_from = Some((manifest, read_before));
                 }
             }
-            _ if options.overwrite => prepared.keep = Some(Reason::Changed),
+            _ if options.overwrite => {
+                prepared.replaces = Some((Reason::Changed, manifest.source));
+            }
             _ => {
                 report.action = Action::NeedsOverwrite;
                 report.source_bytes = before.size;
@@ -322,7 +328,7 @@ fn prepare_into(
         return Ok(());
     }
     report.action = Action::Fold;
-    if prepared.keep.is_some() && !options.apply {
+    if prepared.replaces.is_some() && !options.apply {
         report.note = Some(format!("would keep the folded version as {id}@1"));
     }
     prepared.manifest = Some(manifest);

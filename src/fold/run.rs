@@ -32,7 +32,7 @@ use crate::seeds::index::{self, Held, Staged};
 use crate::seeds::resume;
 use crate::sources::Found;
 use crate::store::Store;
-use crate::store::commit::StagedManifest;
+use crate::store::commit::{Replace, StagedManifest};
 use crate::store::generations::{self, Reason};
 use crate::store::manifest::Manifest;
 
@@ -425,19 +425,14 @@ impl Run<'_> {
     ) -> Result<Option<StagedManifest>> {
         let pack = std::mem::replace(full, new_pack(self.store)?);
         let _ = out.send(self.commit_pack_and(pack, std::mem::take(pending)));
-        let overwrite = self.overwrites(prepared);
+        let replace = replace(prepared);
         let Some(manifest) = prepared.manifest.as_mut() else {
             return Ok(None);
         };
         if !fill_stored_bytes(self.store, manifest)? {
             return Ok(None);
         }
-        Ok(self.store.stage_manifest(manifest, overwrite).ok())
-    }
-
-    /// Whether a session's manifest may replace the one the store holds.
-    fn overwrites(&self, prepared: &Prepared) -> bool {
-        prepared.keep.is_some() || self.options.overwrite
+        Ok(self.store.stage_manifest(manifest, replace).ok())
     }
 
     /// Whether `session` has a seed index (one that cannot be looked up counts as there: a
@@ -498,13 +493,9 @@ impl Run<'_> {
                 if let Some(manifest) = p.manifest.as_mut() {
                     fill_stored_bytes(store, manifest)?;
                     // The version this one replaces is kept first, so that no fold loses one.
-                    if let Some(reason) = p.keep {
-                        let kept = generations::keep(
-                            store,
-                            &manifest.session.id,
-                            reason,
-                            &manifest.source,
-                        )?;
+                    if let Some((reason, replaced)) = p.replaces {
+                        let kept =
+                            generations::keep(store, &manifest.session.id, reason, &replaced)?;
                         p.report.kept = kept.and_then(|path| {
                             path.strip_prefix(store.root())
                                 .ok()
@@ -529,7 +520,7 @@ impl Run<'_> {
                     let manifest = p.manifest.as_ref()?;
                     Some(match staged.take() {
                         Some(staged) => Ok(staged),
-                        None => store.stage_manifest(manifest, self.overwrites(p)),
+                        None => store.stage_manifest(manifest, replace(p)),
                     })
                 },
             )
@@ -540,7 +531,7 @@ impl Run<'_> {
             group.iter_mut().filter(|p| p.prepared.manifest.is_some())
         {
             match results.next().expect("one result per manifest") {
-                Ok(()) if p.keep == Some(Reason::Grown) => {
+                Ok(()) if matches!(p.replaces, Some((Reason::Grown, _))) => {
                     generations::prune_grown(store, &p.report.id)?;
                 }
                 Ok(()) => {}
@@ -589,6 +580,14 @@ impl Run<'_> {
 fn put_batch(pack: &mut PackWriter, digest: &Digest, bytes: Vec<u8>) -> Result<Vec<u8>> {
     pack.add_owned(digest, bytes)?;
     Ok(pack.take_spare())
+}
+
+/// Which manifest a session's fold may replace: the one it read, if any.
+fn replace(prepared: &Prepared) -> Replace {
+    match prepared.replaces {
+        Some((_, source)) => Replace::Only(source),
+        None => Replace::Nothing,
+    }
 }
 
 /// The pack writer of `pack`, a new one if there is none yet.

@@ -42,6 +42,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::seeds::catalog::{self, Batch, Catalog};
 use crate::seeds::index::{union_file, union_lines};
 use crate::store::atomic::write_file;
+use crate::store::commit::Replace;
 use crate::store::lock::Mode;
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id, create_private_dir};
@@ -171,8 +172,9 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
 
 /// One change to the store, decided and checked before any is made.
 enum Step {
-    /// Commit a top-level manifest (staged at `staged`), replacing the local one or not.
-    Commit { staged: PathBuf, overwrite: bool },
+    /// Commit a top-level manifest (staged at `staged`), replacing the local one it extends or
+    /// none.
+    Commit { staged: PathBuf, replace: Replace },
     /// Place a staged manifest at `rel` under `manifests/`, as a conflict or as it was.
     Place {
         staged: PathBuf,
@@ -420,7 +422,7 @@ impl<'a> Planner<'a> {
             self.steps.push(if rel.len() == 1 {
                 Step::Commit {
                     staged,
-                    overwrite: false,
+                    replace: Replace::Nothing,
                 }
             } else {
                 Step::Place {
@@ -442,7 +444,7 @@ impl<'a> Planner<'a> {
             if self.sources().extends(&remote, &mine).map_err(what)? {
                 self.steps.push(Step::Commit {
                     staged,
-                    overwrite: true,
+                    replace: Replace::Only(mine.source),
                 });
                 return Ok(());
             }
@@ -677,15 +679,14 @@ fn apply(
     }
     for step in steps {
         match step {
-            Step::Commit { staged, overwrite } => {
+            Step::Commit { staged, replace } => {
                 let manifest: Manifest = Store::load_manifest_file(&staged)?;
-                store.commit_manifest(&manifest, overwrite)?;
+                store.commit_manifest(&manifest, replace)?;
                 let rel = format!("manifests/{}.json", manifest.session.id);
                 report.check_placement(&manifest, rel);
-                let list = if overwrite {
-                    &mut report.sessions_extended
-                } else {
-                    &mut report.sessions_added
+                let list = match replace {
+                    Replace::Nothing => &mut report.sessions_added,
+                    Replace::Only(_) | Replace::Any => &mut report.sessions_extended,
                 };
                 list.push(manifest.session.id);
             }

@@ -10,23 +10,35 @@
 
 use super::Store;
 use super::atomic::{Committed, Pending, sync_dir, sync_parent};
-use super::manifest::Manifest;
+use super::manifest::{Manifest, Source};
 use crate::error::{Cause, Error, IoContext, Result};
+
+/// Which manifest of its session a commit may replace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// None: a manifest there refuses the commit.
+    Nothing,
+    /// The one of this source, which its committer read (or none): another there was committed
+    /// meanwhile by another run, and replacing it would lose it, so it refuses the commit.
+    Only(Source),
+    /// Whatever is there (`write-manifest --overwrite`: its user's say).
+    Any,
+}
 
 /// A manifest checked and written into a temp file ([`Store::stage_manifest`]): committed by
 /// [`Store::commit_staged`], gone if dropped.
 pub struct StagedManifest {
     pending: Pending,
     session: String,
-    overwrite: bool,
+    replace: Replace,
 }
 
 impl Store {
     /// Commit a manifest: every object it names must exist, the store is synced, and a
     /// reconstruction from the store must match the source's sha256 and size. Only then is the
-    /// manifest written (atomically). An existing manifest is replaced only with `overwrite`.
-    pub fn commit_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<()> {
-        let committed = self.checked(manifest, overwrite).and_then(|()| {
+    /// manifest written (atomically), in place of what `replace` allows.
+    pub fn commit_manifest(&self, manifest: &Manifest, replace: Replace) -> Result<()> {
+        let committed = self.checked(manifest, replace).and_then(|()| {
             self.odb().sync()?;
             super::reconstruct::verify(self, manifest)?;
             let mut pending = self.pending_manifest(&manifest.to_json())?;
@@ -34,7 +46,7 @@ impl Store {
                 .file()
                 .sync_all()
                 .with_path("fsync", pending.path())?;
-            self.place(pending, &manifest.session.id, overwrite)?;
+            self.place(pending, &manifest.session.id, replace)?;
             sync_parent(&self.manifest_path(&manifest.session.id))
         });
         committed.map_err(|e| not_committed(e, &manifest.session.id))
@@ -42,19 +54,20 @@ impl Store {
 
     /// Check a manifest whose parts their writer hashed as it wrote them (and found to match the
     /// source), and write it into a temp file, for [`Store::commit_staged`]: it must pass the
-    /// manifest checks, not be there already unless `overwrite`, and name only present objects.
-    pub fn stage_manifest(&self, manifest: &Manifest, overwrite: bool) -> Result<StagedManifest> {
+    /// manifest checks, not find a manifest there that `replace` does not allow, and name only
+    /// present objects.
+    pub fn stage_manifest(&self, manifest: &Manifest, replace: Replace) -> Result<StagedManifest> {
         // Its JSON made while it is checked: a long session's manifest (the 1 GB rollout's
         // 110,138 parts, each looked up) takes tens of milliseconds for each.
         let (checked, json) =
-            rayon::join(|| self.checked(manifest, overwrite), || manifest.to_json());
+            rayon::join(|| self.checked(manifest, replace), || manifest.to_json());
         let session = &manifest.session.id;
         checked
             .and_then(|()| self.pending_manifest(&json))
             .map(|pending| StagedManifest {
                 pending,
                 session: session.clone(),
-                overwrite,
+                replace,
             })
             .map_err(|e| not_committed(e, session))
     }
@@ -72,9 +85,9 @@ impl Store {
                 let StagedManifest {
                     pending,
                     session,
-                    overwrite,
+                    replace,
                 } = staging?;
-                (self.place(pending, &session, overwrite)).map_err(|e| not_committed(e, &session))
+                (self.place(pending, &session, replace)).map_err(|e| not_committed(e, &session))
             })
             .collect();
         if results.iter().any(Result::is_ok) {
@@ -84,13 +97,13 @@ impl Store {
     }
 
     /// What every commit checks first: the manifest is sound, not already there (unless
-    /// `overwrite`), and every object it names is in the store.
-    fn checked(&self, manifest: &Manifest, overwrite: bool) -> Result<()> {
+    /// `replace` allows one), and every object it names is in the store.
+    fn checked(&self, manifest: &Manifest, replace: Replace) -> Result<()> {
         // The caller built this manifest: one that fails the checks is refused, not corruption.
         manifest
             .check()
             .map_err(|e| Error::refused(e.without_context()))?;
-        if !overwrite && self.has_manifest(&manifest.session.id) {
+        if replace == Replace::Nothing && self.has_manifest(&manifest.session.id) {
             return Err(Error::manifest_exists(&manifest.session.id));
         }
         for part in &manifest.parts {
@@ -109,9 +122,31 @@ impl Store {
         Ok(pending)
     }
 
-    /// Rename a durable temp file into place (never over an existing manifest unless `overwrite`).
-    fn place(&self, pending: Pending, session: &str, overwrite: bool) -> Result<()> {
-        match pending.place_unsynced(&self.manifest_path(session), overwrite)? {
+    /// Rename a durable temp file into place, over the manifest there only if `replace` allows
+    /// it. Replacing takes the manifests' lock, which every replacing commit holds from the
+    /// moment it reads what is there to the rename.
+    fn place(&self, pending: Pending, session: &str, replace: Replace) -> Result<()> {
+        let target = self.manifest_path(session);
+        let _lock = match replace {
+            Replace::Nothing => None,
+            Replace::Only(_) | Replace::Any => Some(self.lock_file("manifests")?),
+        };
+        let overwrite = match replace {
+            Replace::Nothing => false,
+            Replace::Any => true,
+            Replace::Only(source) => match std::fs::read(&target) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                Err(e) => return Err(e).with_path("read", &target),
+                Ok(there) => {
+                    let there = Manifest::from_slice(&there, &target.display().to_string())?;
+                    match there.source == source {
+                        true => true,
+                        false => return Err(Error::manifest_exists(session)),
+                    }
+                }
+            },
+        };
+        match pending.place_unsynced(&target, overwrite)? {
             Committed::Written => Ok(()),
             Committed::AlreadyThere => Err(Error::manifest_exists(session)),
         }
@@ -177,14 +212,14 @@ mod tests {
     fn a_staged_manifest_is_in_place_only_once_committed_and_gone_if_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let (store, manifest) = store_and_manifest(dir.path());
-        let staged = store.stage_manifest(&manifest, false).unwrap();
+        let staged = store.stage_manifest(&manifest, Replace::Nothing).unwrap();
         assert_eq!(temp_files(&store), 1);
         assert!(!store.has_manifest("s1"));
         drop(staged);
         assert_eq!(temp_files(&store), 0);
         assert!(!store.has_manifest("s1"));
 
-        let staged = store.stage_manifest(&manifest, false).unwrap();
+        let staged = store.stage_manifest(&manifest, Replace::Nothing).unwrap();
         let results = store.commit_staged(vec![Ok(staged)]).unwrap();
         assert!(results[0].is_ok());
         assert_eq!(store.load_manifest("s1").unwrap(), manifest);
@@ -195,11 +230,11 @@ mod tests {
     fn a_manifest_committed_after_another_was_staged_stands_and_the_staged_one_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (store, manifest) = store_and_manifest(dir.path());
-        let staged = store.stage_manifest(&manifest, false).unwrap();
+        let staged = store.stage_manifest(&manifest, Replace::Nothing).unwrap();
         // Another fold of the session commits first, with other (informational) stored sizes.
         let mut theirs = manifest.clone();
         theirs.parts[0].object.stored_bytes = 7;
-        let other = store.stage_manifest(&theirs, false).unwrap();
+        let other = store.stage_manifest(&theirs, Replace::Nothing).unwrap();
         assert!(store.commit_staged(vec![Ok(other)]).unwrap()[0].is_ok());
 
         let results = store.commit_staged(vec![Ok(staged)]).unwrap();
@@ -213,21 +248,57 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_replaces_only_the_manifest_it_read_unless_any_may_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, first) = store_and_manifest(dir.path());
+        let of = |text: &[u8]| {
+            let mut manifest = first.clone();
+            manifest.source.sha256 = Digest::of(text);
+            manifest
+        };
+        let (second, third) = (of(b"second"), of(b"third"));
+        let commit = |manifest: &Manifest, replace| {
+            let staged = store.stage_manifest(manifest, replace);
+            store.commit_staged(vec![staged]).unwrap().remove(0)
+        };
+        commit(&first, Replace::Nothing).unwrap();
+        commit(&second, Replace::Only(first.source)).unwrap();
+        assert_eq!(store.load_manifest("s1").unwrap(), second);
+        // Another run replaced the one this commit read: it stands.
+        let refused = commit(&third, Replace::Only(first.source)).unwrap_err();
+        assert!(
+            matches!(refused.cause(), Cause::ManifestExists { .. }),
+            "{refused}"
+        );
+        assert_eq!(store.load_manifest("s1").unwrap(), second);
+        commit(&third, Replace::Any).unwrap();
+        assert_eq!(store.load_manifest("s1").unwrap(), third);
+        // None there (removed meanwhile): nothing is lost by putting it there.
+        std::fs::remove_file(store.manifest_path("s1")).unwrap();
+        commit(&second, Replace::Only(first.source)).unwrap();
+        assert_eq!(store.load_manifest("s1").unwrap(), second);
+        assert_eq!(temp_files(&store), 0);
+    }
+
+    #[test]
     fn an_error_staging_a_manifest_is_its_result_and_the_others_are_committed() {
         let dir = tempfile::tempdir().unwrap();
         let (store, manifest) = store_and_manifest(dir.path());
         let mut missing = manifest.clone();
         missing.session.id = "s2".into();
         missing.parts[0].object.sha256 = Digest::of(b"absent");
-        let refused = store.stage_manifest(&missing, false).map(drop).unwrap_err();
+        let refused = store
+            .stage_manifest(&missing, Replace::Nothing)
+            .map(drop)
+            .unwrap_err();
         assert!(
             refused.to_string().contains("session \"s2\" not committed"),
             "{refused}"
         );
 
         let staged = vec![
-            store.stage_manifest(&missing, false),
-            store.stage_manifest(&manifest, false),
+            store.stage_manifest(&missing, Replace::Nothing),
+            store.stage_manifest(&manifest, Replace::Nothing),
         ];
         let results = store.commit_staged(staged).unwrap();
         assert!(results[0].is_err() && results[1].is_ok());

@@ -83,16 +83,17 @@ fn session_dir(store: &Store, id: &str) -> Result<PathBuf> {
     Ok(store.generations_dir().join(id))
 }
 
-/// Keep the current manifest of `id` as its newest generation before a fold replaces it with a
-/// version whose source is `next`. Nothing is written when there is no current manifest, when it
-/// records `next` already, or when a generation of the same bytes is kept already (a retried or
-/// concurrent fold). Returns the file written.
+/// Keep the current manifest of `id` as its newest generation before a fold replaces it: the one
+/// whose source is `replaced`, which the fold read. Nothing is written when there is no current
+/// manifest, when it is another (another run replaced it meanwhile, and the fold's commit refuses
+/// to: see [`super::commit::Replace::Only`]), or when a generation of the same bytes is kept
+/// already (a retried or concurrent fold). Returns the file written.
 ///
 /// The generation is the current manifest's file itself, linked under its new name (a manifest is
 /// never written in place: a fold replaces the file), else a copy; neither is synced: the caller
 /// makes it durable, with the objects of the version replacing it, before that version's manifest
 /// replaces the current one.
-pub fn keep(store: &Store, id: &str, reason: Reason, next: &Source) -> Result<Option<PathBuf>> {
+pub fn keep(store: &Store, id: &str, reason: Reason, replaced: &Source) -> Result<Option<PathBuf>> {
     let dir = session_dir(store, id)?;
     let current_path = store.manifest_path(id);
     let mut file = match fs::File::open(&current_path) {
@@ -104,7 +105,7 @@ pub fn keep(store: &Store, id: &str, reason: Reason, next: &Source) -> Result<Op
     let mut bytes = Vec::new();
     io::Read::read_to_end(&mut file, &mut bytes).with_path("read", &current_path)?;
     let current = Manifest::from_slice(&bytes, &current_path.display().to_string())?;
-    if current.source == *next || holds(store, id, &current.source)? {
+    if current.source != *replaced || holds(store, id, &current.source)? {
         return Ok(None);
     }
     create_private_dir(&dir)?;
