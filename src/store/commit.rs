@@ -208,6 +208,17 @@ mod tests {
         std::fs::read_dir(store.tmp_dir()).unwrap().count()
     }
 
+    /// Stage `manifest` and commit it alone.
+    fn commit(store: &Store, manifest: &Manifest, replace: Replace) -> Result<()> {
+        let staged = store.stage_manifest(manifest, replace);
+        store.commit_staged(vec![staged]).unwrap().remove(0)
+    }
+
+    fn assert_exists(refused: Error) {
+        let exists = matches!(refused.cause(), Cause::ManifestExists { .. });
+        assert!(exists, "{refused}");
+    }
+
     #[test]
     fn a_staged_manifest_is_in_place_only_once_committed_and_gone_if_dropped() {
         let dir = tempfile::tempdir().unwrap();
@@ -219,9 +230,7 @@ mod tests {
         assert_eq!(temp_files(&store), 0);
         assert!(!store.has_manifest("s1"));
 
-        let staged = store.stage_manifest(&manifest, Replace::Nothing).unwrap();
-        let results = store.commit_staged(vec![Ok(staged)]).unwrap();
-        assert!(results[0].is_ok());
+        commit(&store, &manifest, Replace::Nothing).unwrap();
         assert_eq!(store.load_manifest("s1").unwrap(), manifest);
         assert_eq!(temp_files(&store), 0);
     }
@@ -234,15 +243,10 @@ mod tests {
         // Another fold of the session commits first, with other (informational) stored sizes.
         let mut theirs = manifest.clone();
         theirs.parts[0].object.stored_bytes = 7;
-        let other = store.stage_manifest(&theirs, Replace::Nothing).unwrap();
-        assert!(store.commit_staged(vec![Ok(other)]).unwrap()[0].is_ok());
+        commit(&store, &theirs, Replace::Nothing).unwrap();
 
         let results = store.commit_staged(vec![Ok(staged)]).unwrap();
-        let refused = results.into_iter().next().unwrap().unwrap_err();
-        assert!(
-            matches!(refused.cause(), Cause::ManifestExists { .. }),
-            "{refused}"
-        );
+        assert_exists(results.into_iter().next().unwrap().unwrap_err());
         assert_eq!(store.load_manifest("s1").unwrap(), theirs);
         assert_eq!(temp_files(&store), 0);
     }
@@ -257,25 +261,17 @@ mod tests {
             manifest
         };
         let (second, third) = (of(b"second"), of(b"third"));
-        let commit = |manifest: &Manifest, replace| {
-            let staged = store.stage_manifest(manifest, replace);
-            store.commit_staged(vec![staged]).unwrap().remove(0)
-        };
-        commit(&first, Replace::Nothing).unwrap();
-        commit(&second, Replace::Only(first.source)).unwrap();
+        commit(&store, &first, Replace::Nothing).unwrap();
+        commit(&store, &second, Replace::Only(first.source)).unwrap();
         assert_eq!(store.load_manifest("s1").unwrap(), second);
         // Another run replaced the one this commit read: it stands.
-        let refused = commit(&third, Replace::Only(first.source)).unwrap_err();
-        assert!(
-            matches!(refused.cause(), Cause::ManifestExists { .. }),
-            "{refused}"
-        );
+        assert_exists(commit(&store, &third, Replace::Only(first.source)).unwrap_err());
         assert_eq!(store.load_manifest("s1").unwrap(), second);
-        commit(&third, Replace::Any).unwrap();
+        commit(&store, &third, Replace::Any).unwrap();
         assert_eq!(store.load_manifest("s1").unwrap(), third);
         // None there (removed meanwhile): nothing is lost by putting it there.
         std::fs::remove_file(store.manifest_path("s1")).unwrap();
-        commit(&second, Replace::Only(first.source)).unwrap();
+        commit(&store, &second, Replace::Only(first.source)).unwrap();
         assert_eq!(store.load_manifest("s1").unwrap(), second);
         assert_eq!(temp_files(&store), 0);
     }
