@@ -5,8 +5,9 @@
 //! and committing the manifest that names it. The reference implementation takes it exclusive and
 //! non-blocking for its folds, so the two never interleave on one store.
 //!
-//! Files that several writers append to take a lock of their own beside it
-//! ([`Store::lock_file`]), held only for the append.
+//! Files that several writers change take a lock of their own beside it ([`Store::lock_file`]),
+//! held only for the change: the seed catalog for an append, a session's manifest from reading
+//! the one a commit replaces to the rename (`locks/manifests.lock`).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
@@ -59,8 +60,8 @@ impl Store {
         }
     }
 
-    /// Take `<store>/locks/<name>.lock` exclusive, waiting for it: the lock of one file that
-    /// several writers change (the seed catalog).
+    /// Take `<store>/locks/<name>.lock` exclusive, waiting for it: the lock of files that several
+    /// writers change (the seed catalog, manifests replaced).
     pub fn lock_file(&self, name: &str) -> Result<StoreLock> {
         let (file, path) = self.open_lock(name)?;
         flock(&file, FlockOperation::LockExclusive)
