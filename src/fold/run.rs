@@ -5,7 +5,7 @@
 //! the catalog, then the sources removed. A worker commits once its group
 //! holds [`GROUP_BYTES`] of new objects or [`GROUP_TIME`] has passed, when it runs out of
 //! sessions, and while the seeds of a session extracted alongside its fold are still being
-//! extracted (see [`Run::commit_ahead`]); each group's reports reach the caller as it commits, so a
+//! extracted (see `Run::commit_ahead`); each group's reports reach the caller as it commits, so a
 //! run (interrupted, too) says what it committed as it goes.
 //!
 //! Never a manifest before the objects it names are durable: a worker that meets an object another

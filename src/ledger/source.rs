@@ -336,6 +336,64 @@ mod tests {
     }
 
     #[test]
+    fn a_folded_session_streams_from_its_packed_objects_and_fails_at_its_end_unless_it_is_its_source()
+     {
+        use crate::digest::Digest;
+        use crate::store::manifest::{KIND, ObjectRef, Part, PartKind, Session, Source as Folded};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path().join("store")).unwrap();
+        let bytes = b"{\"a\":1}\n{\"b\":2}\n";
+        let digest = Digest::of(bytes);
+        let odb = store.odb();
+        let mut pack = odb.pack_writer(odb.pack_options(false).unwrap()).unwrap();
+        pack.add(&digest, bytes).unwrap();
+        odb.commit_pack(pack).unwrap();
+        let source = |sha256| Folded {
+            bytes: bytes.len() as u64,
+            sha256,
+        };
+        let mut manifest = Manifest {
+            version: 1,
+            kind: KIND.into(),
+            session: Session {
+                id: "s1".into(),
+                title: None,
+                cwd: None,
+                rollout_path: "/r.jsonl".into(),
+                archived: false,
+            },
+            source: source(digest),
+            settings: crate::segment::Settings::default(),
+            parts: vec![Part {
+                kind: PartKind::Residual,
+                json_path: None,
+                object: ObjectRef {
+                    sha256: digest,
+                    raw_bytes: bytes.len() as u64,
+                    stored_bytes: 0,
+                },
+            }],
+        };
+        let read = |manifest: &Manifest| {
+            let mut out = Vec::new();
+            let folded = StoreSource {
+                store: &store,
+                manifest,
+            };
+            folded.open().unwrap().read_to_end(&mut out).map(|_| out)
+        };
+        assert_eq!(read(&manifest).unwrap(), bytes);
+        // Its objects are read unhashed (by their blocks' checksums): the session's own sha256,
+        // at the end, is what says these are not its bytes.
+        manifest.source = source(Digest::of(b"other bytes"));
+        let err = read(&manifest).unwrap_err();
+        assert!(
+            err.to_string().contains("reconstruction gives sha256"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_file_read_alongside_a_fold_counts_only_passes_that_read_the_folds_bytes_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");

@@ -96,9 +96,11 @@ pub enum Check {
     /// Packed objects against the checksum of their block's zstd frame, which every block
     /// ctxfold writes carries and a read checks once it decodes the block to its end (a whole
     /// block, or a large one's last object: every seed batch), not hashed: for readers of many
-    /// megabytes who only search them, what they pull back being checked on its own (a seed
-    /// index, whose spans are verified against their sha256). Loose objects and the reference's
-    /// are hashed still: their frames carry no other check.
+    /// megabytes who search them, what they pull back being checked on its own (a seed index,
+    /// whose spans are verified against their sha256) or the whole they belong to hashed before
+    /// they act (a session's ledger pass). An index that lies about where an object lies in its
+    /// block goes unseen here (fsck --full sees it). Loose objects and the reference's are hashed
+    /// still: their frames carry no other check.
     Frame,
 }
 

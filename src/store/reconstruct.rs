@@ -1,6 +1,7 @@
 //! Reconstruction: a manifest's parts streamed back out of the store as the original bytes,
 //! each object checked against its size and, where its bytes may be read before the end, its
-//! name; the whole against the source's sha256 and size.
+//! name or (read to be searched) its block's frame checksum; the whole against the source's
+//! sha256 and size.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -64,9 +65,12 @@ fn stream(store: &Store, manifest: &Manifest, out: &mut dyn Write, check: Check)
     Ok(())
 }
 
-/// A folded session as a `Read`: each object is decoded and verified whole before any of its bytes
-/// are served (memory: the largest part), and the end of the stream checks the source's sha256 and
-/// size. A failed check is an `InvalidData` read error carrying the message.
+/// A folded session as a `Read`, for ledger passes (seeds extracted, spans looked for): each object
+/// is decoded whole and checked by its block's frame checksum ([`Check::Frame`]; a loose one
+/// against its name) before any of its bytes are served (memory: the largest part), and the end of
+/// the stream checks the source's sha256 and size, before which a pass acts on nothing (what
+/// recall pulls back is verified against its span's own sha256). A failed check is a read error
+/// carrying the store's error ([`Error::into_io`]).
 pub struct SessionReader<'a> {
     store: &'a Store,
     manifest: &'a Manifest,
@@ -112,10 +116,11 @@ impl<'a> SessionReader<'a> {
         self.next_part += 1;
         self.buffer.clear();
         self.at = 0;
-        self.store.odb().read(
+        self.store.odb().read_checked(
             &part.object.sha256,
             Some(part.object.raw_bytes),
             &mut self.buffer,
+            Check::Frame,
         )?;
         self.hasher
             .write_all(&self.buffer)
