@@ -309,7 +309,7 @@ pub fn main<C: Command>() -> ExitCode {
 /// Allocate from one glibc malloc arena per core, not glibc's eight: every thread that allocates
 /// gets an arena of its own up to that limit (a fold's workers, its pack writers' compressors, an
 /// extraction's walk), and what is freed stays in its arena. The first fold of a 3.4 GB generated
-/// corpus peaked at 239-281 MiB with eight per core, 212-229 MiB with one (2 cores), no slower.
+/// corpus peaked at 233-275 MiB with eight per core, 207-223 MiB with one (2 cores), no slower.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
