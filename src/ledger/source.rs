@@ -339,7 +339,7 @@ mod tests {
     fn a_folded_session_streams_from_its_packed_objects_and_fails_at_its_end_unless_it_is_its_source()
      {
         use crate::digest::Digest;
-        use crate::store::manifest::{KIND, ObjectRef, Part, PartKind, Session, Source as Folded};
+        use crate::store::manifest::Source as Folded;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(dir.path().join("store")).unwrap();
         let bytes = b"{\"a\":1}\n{\"b\":2}\n";
@@ -348,32 +348,11 @@ mod tests {
         let mut pack = odb.pack_writer(odb.pack_options(false).unwrap()).unwrap();
         pack.add(&digest, bytes).unwrap();
         odb.commit_pack(pack).unwrap();
-        let source = |sha256| Folded {
+        let other = Folded {
             bytes: bytes.len() as u64,
-            sha256,
+            sha256: Digest::of(b"other bytes"),
         };
-        let mut manifest = Manifest {
-            version: 1,
-            kind: KIND.into(),
-            session: Session {
-                id: "s1".into(),
-                title: None,
-                cwd: None,
-                rollout_path: "/r.jsonl".into(),
-                archived: false,
-            },
-            source: source(digest),
-            settings: crate::segment::Settings::default(),
-            parts: vec![Part {
-                kind: PartKind::Residual,
-                json_path: None,
-                object: ObjectRef {
-                    sha256: digest,
-                    raw_bytes: bytes.len() as u64,
-                    stored_bytes: 0,
-                },
-            }],
-        };
+        let mut manifest = crate::store::manifest::of_one_part("s1", bytes);
         let read = |manifest: &Manifest| {
             let mut out = Vec::new();
             let folded = StoreSource {
@@ -385,7 +364,7 @@ mod tests {
         assert_eq!(read(&manifest).unwrap(), bytes);
         // Its objects are read unhashed (by their blocks' checksums): the session's own sha256,
         // at the end, is what says these are not its bytes.
-        manifest.source = source(Digest::of(b"other bytes"));
+        manifest.source = other;
         let err = read(&manifest).unwrap_err();
         assert!(
             err.to_string().contains("reconstruction gives sha256"),

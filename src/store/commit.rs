@@ -166,8 +166,6 @@ mod tests {
     use super::*;
     use crate::digest::Digest;
     use crate::odb::Encoder;
-    use crate::segment::Settings;
-    use crate::store::manifest::{KIND, ObjectRef, Part, PartKind, Session, Source};
 
     /// A store holding one object, and a manifest of session `s1` made of it.
     fn store_and_manifest(dir: &std::path::Path) -> (Store, Manifest) {
@@ -176,32 +174,7 @@ mod tests {
         let digest = Digest::of(bytes);
         let mut encoder = Encoder::new(crate::odb::DEFAULT_LEVEL).unwrap();
         store.odb().put(&digest, bytes, &mut encoder).unwrap();
-        let manifest = Manifest {
-            version: 1,
-            kind: KIND.into(),
-            session: Session {
-                id: "s1".into(),
-                title: None,
-                cwd: None,
-                rollout_path: "/r.jsonl".into(),
-                archived: false,
-            },
-            source: Source {
-                bytes: bytes.len() as u64,
-                sha256: digest,
-            },
-            settings: Settings::default(),
-            parts: vec![Part {
-                kind: PartKind::Residual,
-                json_path: None,
-                object: ObjectRef {
-                    sha256: digest,
-                    raw_bytes: bytes.len() as u64,
-                    stored_bytes: 0,
-                },
-            }],
-        };
-        (store, manifest)
+        (store, crate::store::manifest::of_one_part("s1", bytes))
     }
 
     fn temp_files(store: &Store) -> usize {

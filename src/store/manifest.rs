@@ -232,6 +232,39 @@ impl Store {
     }
 }
 
+/// A manifest of session `id` whose source is `bytes`, held whole by one residual part: what unit
+/// tests elsewhere commit and read back.
+#[cfg(test)]
+pub fn of_one_part(id: &str, bytes: &[u8]) -> Manifest {
+    let digest = Digest::of(bytes);
+    let size = bytes.len() as u64;
+    Manifest {
+        version: VERSION,
+        kind: KIND.into(),
+        session: Session {
+            id: id.into(),
+            title: None,
+            cwd: None,
+            rollout_path: "/r.jsonl".into(),
+            archived: false,
+        },
+        source: Source {
+            bytes: size,
+            sha256: digest,
+        },
+        settings: Settings::default(),
+        parts: vec![Part {
+            kind: PartKind::Residual,
+            json_path: None,
+            object: ObjectRef {
+                sha256: digest,
+                raw_bytes: size,
+                stored_bytes: 0,
+            },
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
