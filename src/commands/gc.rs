@@ -228,6 +228,7 @@ fn report(
     }
     let repacked = match done {
         Some(done) => match &done.pack {
+            Some(pack) if done.unchanged => format!("pack {} was packed so already", pack.name),
             Some(pack) => format!(
                 "repacked {} packs and {} loose objects into pack {} ({} objects, {})",
                 done.removed_packs.len(),

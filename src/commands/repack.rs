@@ -38,6 +38,15 @@ impl Command for RepackArgs {
         })?;
         let done = repack_all(&store, store.odb().pack_options(self.aggressive)?)?;
         match &done.pack {
+            Some(pack) if done.unchanged => emit(
+                io.out,
+                format_args!(
+                    "already packed: pack {} holds every object as a repack writes it ({} objects, {})",
+                    pack.name,
+                    pack.objects,
+                    bytes(pack.pack_bytes + pack.index_bytes)
+                ),
+            )?,
             Some(pack) => emit(
                 io.out,
                 format_args!(

@@ -532,7 +532,8 @@ impl Run<'_> {
         {
             match results.next().expect("one result per manifest") {
                 Ok(()) if matches!(p.replaces, Some((Reason::Grown, _))) => {
-                    generations::prune_grown(store, &p.report.id)?;
+                    let kept = p.report.kept.as_ref().map(|rel| store.root().join(rel));
+                    generations::prune_grown(store, &p.report.id, kept.as_deref())?;
                 }
                 Ok(()) => {}
                 Err(e) => settle_refused(store, p, e),

@@ -352,7 +352,7 @@ impl<'a> Planner<'a> {
             if new {
                 staged.push(pack);
             } else {
-                odb.remove_pack(&pack)?;
+                odb.retire_pack(&pack, |_| false)?;
             }
         }
         Ok(())

@@ -9,6 +9,13 @@
 //! Writers make new objects durable before anything names them: [`Odb::sync`] for loose objects,
 //! [`Odb::commit_pack`] for a pack. Which dictionaries frames may be written with, and how readers
 //! find them, is [`dictionaries`]' job; zstd itself is [`codec`]'s.
+//!
+//! Removal keeps one rule, whoever removes (repack, gc, unpack, a sync's staging): a pack or a loose
+//! file goes only through [`Odb::retire_pack`] or [`Odb::retire_loose`], which remove it only once
+//! every object in it that the operation keeps is found in another file of the store. An
+//! operation's result is never one of the files it removes, then, even when it comes out byte for
+//! byte one of its sources (a pack is named by its content: a repack of a store packed already
+//! writes the very pack it read, and removing its sources would remove it).
 
 pub mod codec;
 pub mod codexfold;
@@ -361,14 +368,55 @@ impl Odb {
         self.packs.members()
     }
 
-    /// Remove a pack whose objects are all elsewhere now (repack, gc): its index first, so that a
-    /// crash leaves a pack without an index, which no reader sees and gc removes.
-    pub fn remove_pack(&self, name: &Digest) -> Result<()> {
+    /// Remove pack `name` once every object of it that `keeps` is held in another file of the
+    /// store (see the module's rule); returns whether it was removed. Its index goes first, so that
+    /// a crash leaves a pack without an index, which no reader sees and gc removes.
+    pub fn retire_pack(&self, name: &Digest, keeps: impl Fn(&Digest) -> bool) -> Result<bool> {
+        self.packs.refresh()?;
+        if let Some(member) = self.packs.members()?.iter().find(|m| m.pack.name() == name) {
+            for at in member.pack.objects() {
+                let digest = at?.digest;
+                if keeps(&digest) && !self.held_outside(&digest, Some(name))? {
+                    return Ok(false);
+                }
+            }
+        }
         self.packs.forget(name);
         let dir = self.packs.dir();
         crate::store::remove_if_present(&pack::index_path(dir, name))?;
         crate::store::remove_if_present(&pack::pack_path(dir, name))?;
-        crate::store::atomic::sync_parent(&pack::pack_path(dir, name))
+        crate::store::atomic::sync_parent(&pack::pack_path(dir, name))?;
+        Ok(true)
+    }
+
+    /// Remove the loose file of `digest` when the operation drops the object (`keep` false), or
+    /// once a pack holds it (see the module's rule); returns whether it was removed.
+    pub fn retire_loose(&self, digest: &Digest, keep: bool) -> Result<bool> {
+        if keep && !self.held_outside(digest, None)? {
+            return Ok(false);
+        }
+        self.loose.remove(digest)?;
+        Ok(true)
+    }
+
+    /// Whether a pack other than `not_in` holds `digest`, or, when a pack is being retired, a
+    /// loose file or the reference's generation does.
+    fn held_outside(&self, digest: &Digest, not_in: Option<&Digest>) -> Result<bool> {
+        for member in self.packs.members()? {
+            if Some(member.pack.name()) != not_in && member.pack.find(digest).is_some() {
+                return Ok(true);
+            }
+        }
+        if not_in.is_none() {
+            return Ok(false);
+        }
+        if self.loose.stat(digest)?.is_some() {
+            return Ok(true);
+        }
+        match self.codexfold() {
+            Some(generation) => Ok(generation.find(digest)?.is_some()),
+            None => Ok(false),
+        }
     }
 
     /// Everything wrong with one pack, each problem naming the pack, the block and the objects.
@@ -547,11 +595,6 @@ impl Odb {
         Ok(packed.chain(broken).chain(loose).chain(generation))
     }
 
-    /// Delete a loose object (gc, repack, unpack).
-    pub fn remove_loose(&self, digest: &Digest) -> Result<()> {
-        self.loose.remove(digest)
-    }
-
     /// Where a loose object's file is (for what reports on the loose layout itself: the git
     /// mirror, which carries the files as they are, and benchmarks).
     pub fn loose_path(&self, digest: &Digest) -> PathBuf {
@@ -651,7 +694,10 @@ mod tests {
                 |l| matches!(l, Listed::Object { place: Place::Pack(p), .. } if *p == info.name)
             )
         );
-        odb.remove_pack(&info.name).unwrap();
+        // Kept while it alone holds objects the caller keeps; gone once it keeps none.
+        assert!(!odb.retire_pack(&info.name, |_| true).unwrap());
+        assert_eq!(odb.read_to_vec(&d, None).unwrap(), objects[7]);
+        assert!(odb.retire_pack(&info.name, |_| false).unwrap());
         let err = odb.read_to_vec(&d, None).unwrap_err();
         assert_eq!(err.to_string(), format!("object {d} is missing"));
         // A handle that had the pack open keeps reading it (its files stay open, as in git).

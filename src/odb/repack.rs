@@ -3,7 +3,9 @@
 //! from removed.
 //!
 //! The new pack is in place and durable before anything is removed, so a crash at any point leaves
-//! every object readable (at worst twice, until the next repack). Registered dictionaries stay
+//! every object readable (at worst twice, until the next repack); a source goes only once what it
+//! holds that the repack keeps is in another file (the object database's removal rule), so a
+//! repack whose new pack is byte for byte a source's keeps that pack. Registered dictionaries stay
 //! loose: a frame written with a dictionary must never be needed to read that dictionary. Callers
 //! hold the store lock exclusive. Not for deciding what is garbage: that is gc's job, passed in as
 //! `keep`.
@@ -43,6 +45,9 @@ pub struct Repacked {
     pub packed_loose: u64,
     /// Objects `keep` refused, with where they were: gone now.
     pub dropped: Vec<(Digest, Place)>,
+    /// The new pack came out byte for byte the one pack it was written from, which stays, and
+    /// nothing else changed: the store was packed so already.
+    pub unchanged: bool,
 }
 
 /// Rewrite `sources` into one pack written with `options`. Objects go in the order `order` names
@@ -121,15 +126,25 @@ pub fn repack(
         writer.add(&digest, &bytes)?;
     }
     done.pack = odb.commit_pack(writer)?;
+    // What the new pack holds, and what stays where it was, is what retiring checks for.
+    let keeps = |digest: &Digest| !dropped.contains(digest);
     for name in &sources.packs {
-        odb.remove_pack(name)?;
-        done.removed_packs.push(*name);
+        if odb.retire_pack(name, keeps)? {
+            done.removed_packs.push(*name);
+        }
     }
     for digest in loose.into_iter().filter(|d| !left.contains(d)) {
-        odb.remove_loose(&digest)?;
-        if !dropped.contains(&digest) {
+        let keep = keeps(&digest);
+        if odb.retire_loose(&digest, keep)? && keep {
             done.packed_loose += 1;
         }
     }
+    done.unchanged = done.removed_packs.is_empty()
+        && done.packed_loose == 0
+        && done.dropped.is_empty()
+        && done
+            .pack
+            .as_ref()
+            .is_some_and(|p| sources.packs.contains(&p.name));
     Ok(done)
 }

@@ -187,13 +187,15 @@ pub fn all(store: &Store) -> Result<Vec<(String, Vec<Generation>)>> {
     Ok(found)
 }
 
-/// Drop the `grown` generations of `id` beyond the newest [`KEEP_GROWN`]; returns their files.
-/// Each holds a prefix of a later version that stays, so nothing is lost.
-pub fn prune_grown(store: &Store, id: &str) -> Result<Vec<PathBuf>> {
+/// Drop the `grown` generations of `id` beyond the newest [`KEEP_GROWN`], never `kept` (the one
+/// the same fold kept, however its clock named it); returns their files. Each holds a prefix of a
+/// later version that stays, so nothing is lost.
+pub fn prune_grown(store: &Store, id: &str, kept: Option<&Path>) -> Result<Vec<PathBuf>> {
     let dropped: Vec<Generation> = list(store, id)?
         .into_iter()
         .filter(|g| matches!(g.kept, Some((_, Reason::Grown))))
         .skip(KEEP_GROWN)
+        .filter(|g| Some(g.path.as_path()) != kept)
         .collect();
     remove(&dropped)?;
     Ok(dropped.into_iter().map(|g| g.path).collect())

@@ -43,11 +43,11 @@ pub fn repack_all(store: &Store, options: PackOptions) -> Result<Repacked> {
 pub fn unpack_in_place(store: &Store) -> Result<(Unpacked, usize)> {
     let unpacked = unpack(store.odb(), store.odb())?;
     check_loose(store)?;
-    let packs = store.odb().packs()?;
-    for member in &packs {
-        store.odb().remove_pack(member.pack.name())?;
+    let mut removed = 0;
+    for member in &store.odb().packs()? {
+        removed += usize::from(store.odb().retire_pack(member.pack.name(), |_| true)?);
     }
-    Ok((unpacked, packs.len()))
+    Ok((unpacked, removed))
 }
 
 /// A plain Fold V1 copy of `store` in `dir` (which must not hold a store yet): every object loose
