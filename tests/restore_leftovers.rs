@@ -4,7 +4,6 @@ mod common;
 mod homes;
 
 use std::fs::{self, File};
-use std::process::Command;
 
 use common::Env;
 
@@ -62,24 +61,6 @@ fn a_killed_restores_temp_file_goes_at_the_next_restore_and_fsck_names_it() {
     drop(held);
 }
 
-/// Run `script` with `sh` in a private mount namespace (a tmpfs mounted there is seen by nobody
-/// else and goes with it), or `None` where this machine does not allow one.
-fn in_mount_namespace(env: &Env, script: &str) -> Option<std::process::Output> {
-    let probe = Command::new("unshare")
-        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=16k tmpfs /mnt"])
-        .output()
-        .ok()?;
-    if !probe.status.success() {
-        return None;
-    }
-    let out = Command::new("unshare")
-        .args(["-m", "sh", "-c", script])
-        .env("CTXFOLD_STORE", &env.store)
-        .output()
-        .unwrap();
-    Some(out)
-}
-
 #[test]
 fn a_restore_onto_a_full_disk_names_the_target() {
     let mut env = Env::new();
@@ -96,16 +77,75 @@ fn a_restore_onto_a_full_disk_names_the_target() {
         id = placed.id,
         target = target.display(),
     );
-    let Some(out) = in_mount_namespace(&env, &script) else {
+    let Some(out) = env.in_mount_namespace(&script) else {
         eprintln!("skipped: this machine does not let a test mount a tmpfs (unshare -m)");
         return;
     };
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    let stderr = &out.stderr;
+    assert_eq!(out.code, Some(5), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     // Whichever write finds the disk full, the message names the target, not stdout.
     assert!(
         stderr.contains(&format!("{}: No space left on device", target.display())),
         "{stderr}"
     );
+}
+
+/// A restore writes each session into a file with no name, and names it only to rename it over
+/// its target: killed at any moment, it leaves no empty temp file (`restore --all` once left one
+/// beside 176 of 224 targets, which the next restore within two seconds did not remove), and
+/// whatever it leaves the next restore removes at once.
+#[test]
+fn a_restore_killed_at_any_moment_leaves_no_empty_temp_file() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    let dir = env.path("restored");
+    fs::create_dir_all(&dir).unwrap();
+    let to = format!("{}/", dir.display());
+    let args = ["restore", "--all", "--overwrite", "--to", &to];
+    let temps = || -> Vec<(String, u64)> {
+        fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().contains(".restore-"))
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().len(),
+                )
+            })
+            .collect()
+    };
+    for trial in 0..40u64 {
+        // Nothing in place: every target is written.
+        for entry in fs::read_dir(&dir).unwrap() {
+            fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        let mut child = env
+            .command("ctxfold")
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(trial * 1500));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let left = temps();
+        assert!(
+            left.iter().all(|(_, size)| *size > 0),
+            "trial {trial}: {left:?}"
+        );
+        env.run("ctxfold", args).ok();
+        assert_eq!(temps(), vec![], "trial {trial}");
+    }
+    for session in &homes.sessions {
+        let name = session.rollout_path.file_name().unwrap();
+        assert!(
+            fs::read(dir.join(name)).unwrap() == session.bytes,
+            "{}",
+            session.id
+        );
+    }
 }

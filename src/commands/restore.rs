@@ -59,8 +59,10 @@ use crate::store::reconstruct::{Restored, write_session};
 /// (`name` as given on the command line; `bytes` the session's size) and
 /// `{"type":"summary","sessions":N,"restored":N,"in_place":N,"failed":N,"restored_bytes":N}`.
 ///
-/// A restore that is killed leaves its temp file (.<name>.restore-XXXXXX.tmp beside the target);
-/// the next restore of the same target removes it (only one that no running restore holds: each
+/// Each session is written into a file with no name beside its target, named
+/// (.<name>.restore-XXXXXX.tmp) only in the instant before it is renamed over the target: a restore
+/// that is killed leaves nothing, or, killed in that instant, the whole session in that temp file.
+/// The next restore of the same target removes it (only one that no running restore holds: each
 /// locks its own) and says so, and ctxfold fsck lists those under the agents' session folders.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-restore", version, visible_alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]

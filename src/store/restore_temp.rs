@@ -1,14 +1,16 @@
-//! The temp file a restore writes beside its target, `.<name>.restore-XXXXXX.tmp`, and the ones
-//! killed restores leave behind: found, and removed by the next restore of the same target.
+//! The temp file a restore writes beside its target, and the ones killed restores leave behind:
+//! found, and removed by the next restore of the same target.
 //!
-//! A restore locks its temp file (flock, exclusive) right after creating it and before writing a
-//! byte, and holds the lock until the file is renamed into place or removed; the kernel drops the
-//! lock when the process dies, however it dies. So a temp file that can be locked belongs to no
-//! running restore. One that holds bytes is dead for sure; an empty one may have been created a
-//! moment ago by a restore that has not locked it yet, so it counts as dead only once older than
-//! [`GRACE`] (were a restore stalled that long between creating and locking its file, it would fail
-//! at its rename, losing nothing). Two restores of one target at once each see the other's file
-//! locked and leave it.
+//! A restore writes its session into a file with no name (see [`Pending::unnamed_in`]), locked
+//! (flock, exclusive) before a byte is written; it is named `.<name>.restore-XXXXXX.tmp` only for
+//! the moment between its link and its rename over an existing target, still locked, and the
+//! kernel drops the lock when the process dies, however it dies. A restore killed while it writes
+//! leaves nothing, then; a temp file that can be locked belongs to no running restore, and is
+//! dead. Where the filesystem has no unnamed files the temp file is named from its creation, and
+//! an empty one may have been created a moment ago by a restore that has not locked it yet: such
+//! a file counts as dead only once older than [`GRACE`] (were a restore stalled that long between
+//! creating and locking its file, it would fail at its rename, losing nothing). Two restores of
+//! one target at once each see the other's file locked and leave it.
 
 use std::fs::{self, File};
 use std::io;
@@ -29,7 +31,7 @@ const RANDOM_LEN: usize = 6;
 
 /// A new temp file for `target` in `dir` (the target's folder), locked.
 pub fn create(dir: &Path, target: &Path) -> Result<Pending> {
-    let mut pending = Pending::new_in(dir, &prefix(target))?;
+    let mut pending = Pending::unnamed_in(dir, &prefix(target))?;
     flock(pending.file(), FlockOperation::NonBlockingLockExclusive)
         .map_err(|e| Error::io("lock", pending.path(), e.into()))?;
     Ok(pending)
@@ -149,7 +151,9 @@ mod tests {
         fs::write(&other, b"x").unwrap();
         let young = dir.path().join(".s.jsonl.restore-Zz99Zz.tmp");
         fs::write(&young, b"").unwrap();
-        let mut live = create(dir.path(), &target).unwrap();
+        // Named, as where a filesystem has no unnamed files, and locked by its restore.
+        let mut live = Pending::new_in(dir.path(), &prefix(&target)).unwrap();
+        flock(live.file(), FlockOperation::NonBlockingLockExclusive).unwrap();
         live.write_all(b"being written").unwrap();
         assert_eq!(sweep(&target).unwrap(), vec![dead.clone()]);
         assert!(!dead.exists() && other.exists() && young.exists() && live.path().exists());
@@ -157,5 +161,16 @@ mod tests {
         assert_eq!(found, vec![(other, 1)]);
         assert!(!is_restore_temp_name(".s.jsonl.restore-Ab12C.tmp"));
         assert!(!is_restore_temp_name("s.jsonl.restore-Ab12Cd.tmp"));
+    }
+
+    #[test]
+    fn a_restore_being_written_has_no_name_beside_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("s.jsonl");
+        let mut writing = create(dir.path(), &target).unwrap();
+        writing.write_all(b"being written").unwrap();
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        writing.commit(&target, false).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"being written");
     }
 }

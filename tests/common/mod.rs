@@ -253,6 +253,22 @@ impl Env {
         Some(self.shell(&format!("script -qec {quoted} /dev/null")))
     }
 
+    /// `sh -c script` in a private mount namespace, in the hermetic environment (a tmpfs mounted
+    /// there is seen by nobody else and goes with it), `$BIN` naming the built binaries' folder;
+    /// `None` where this machine does not allow one.
+    pub fn in_mount_namespace(&self, script: &str) -> Option<Run> {
+        let probe = Command::new("unshare")
+            .args(["-m", "sh", "-c", "mount -t tmpfs -o size=16k tmpfs /mnt"])
+            .output()
+            .ok()?;
+        if !probe.status.success() {
+            return None;
+        }
+        let mut cmd = self.command_for("unshare");
+        cmd.args(["-m", "sh", "-c", script]).env("BIN", bin_dir());
+        Some(Self::output(cmd, b""))
+    }
+
     /// A command for any program (`sh`, `man`) in the hermetic environment.
     pub fn command_for(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
