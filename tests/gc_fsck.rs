@@ -79,7 +79,8 @@ fn fsck_finds_a_flipped_bit_a_deleted_object_and_a_truncated_manifest_in(env: En
     assert_eq!(
         lines[0],
         serde_json::json!({"type": "summary", "problems": 0, "unreferenced_objects": 0,
-            "unplaced_manifests": 0, "leftover_restore_temps": 0, "full": false})
+            "unplaced_manifests": 0, "leftover_restore_temps": 0, "leftover_temp_folders": 0,
+            "full": false})
     );
 
     // Loose objects, to damage one at a time (packs have their own tests in corruption.rs).
@@ -523,4 +524,58 @@ fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it_in(mut env: E
     assert!(gc_log.contains("waiting for running folds"), "{gc_log}");
     env.run("ctxfold", ["fsck", "--full"]).ok();
     every_session_restores(&env, &homes);
+}
+
+/// A sync killed in its merge leaves its staging folder in `<store>/tmp/`: fsck names it, a dry
+/// gc lists it, gc removes it once past the grace period (at once with --prune=now), and a sync
+/// running holds the lock that keeps fsck from calling its folder a leftover.
+#[test]
+fn the_staging_folder_of_a_killed_sync_is_named_by_fsck_and_removed_by_gc() {
+    let env = Env::new();
+    let session = common::own_fixture(common::own::CODEX_AGENT_WORK);
+    env.run("ctxfold", ["fold", "--apply", session.to_str().unwrap()])
+        .ok();
+    // What a sync killed in its merge leaves: objects and a pack being staged.
+    let staging = env.store.join("tmp/.sync-Ab12Cd");
+    fs::create_dir_all(staging.join("objects/ab")).unwrap();
+    fs::create_dir_all(staging.join("packs-ctxfold")).unwrap();
+    fs::write(staging.join("objects/ab/cd.zst"), vec![7u8; 3000]).unwrap();
+    fs::write(staging.join("packs-ctxfold/half.pack"), vec![9u8; 1000]).unwrap();
+
+    let text = env.run("ctxfold", ["fsck"]).ok().stdout_text();
+    assert!(
+        text.contains(&format!(
+            "leftover temp folder {} (3.9 KiB; a killed sync's staging, gc --apply removes it)",
+            staging.display()
+        )) && text.contains(", 1 leftover temp folders;"),
+        "{text}"
+    );
+    let json = json_lines(&env.run("ctxfold", ["fsck", "--json"]).ok().stdout);
+    assert!(
+        json.iter()
+            .any(|l| l["type"] == "leftover_temp_folder" && l["bytes"] == 4000)
+    );
+    assert_eq!(json.last().unwrap()["leftover_temp_folders"], 1);
+
+    // Young: kept by the default grace period, listed by --prune=now's dry run.
+    env.run("ctxfold", ["gc", "--apply"]).ok();
+    assert!(staging.exists());
+    let dry = env.run("ctxfold", ["gc", "--prune=now"]).ok().stdout_text();
+    assert!(
+        dry.contains(&format!("would remove temp folder {}", staging.display())),
+        "{dry}"
+    );
+    assert!(staging.exists());
+    env.run("ctxfold", ["gc", "--apply", "--prune=now"]).ok();
+    assert!(!staging.exists());
+    let text = env.run("ctxfold", ["fsck"]).ok().stdout_text();
+    assert!(!text.contains("leftover"), "{text}");
+
+    // While another ctxfold holds the store lock (a sync in its merge), its folder is no leftover.
+    fs::create_dir_all(&staging).unwrap();
+    let lock = fs::File::open(env.store.join("locks/objects.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockShared).unwrap();
+    let text = env.run("ctxfold", ["fsck"]).ok().stdout_text();
+    assert!(!text.contains("leftover"), "{text}");
+    drop(lock);
 }

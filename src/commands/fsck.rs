@@ -8,7 +8,9 @@ use crate::cli::human::{self, bytes};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit, emit_either};
 use crate::error::Result;
 use crate::store::fsck::check;
+use crate::store::lock::Mode;
 use crate::store::restore_temp::leftovers_under;
+use crate::store::{Store, gc};
 
 /// Check the store: manifests readable, every object they name present (--full: and sound)
 ///
@@ -28,7 +30,10 @@ use crate::store::restore_temp::leftovers_under;
 ///
 /// It also looks in the agents' session folders (as fold finds them) for the temp files killed
 /// restores left beside their targets, and lists each: `leftover restore temp file PATH (SIZE)`.
-/// They are not the store's and no fault: the next restore of the same target removes them.
+/// They are not the store's and no fault: the next restore of the same target removes them. And
+/// the staging folders killed syncs left in <store>/tmp: `leftover temp folder PATH (SIZE; …)`,
+/// which gc removes (listed only when no other ctxfold is writing the store: a running sync's
+/// staging is no leftover).
 ///
 /// The last line sums up. --json prints JSON Lines instead, every finding listed (unreferenced
 /// objects too): `{"type":"bad_manifest","path":…,"why":…}`,
@@ -36,8 +41,9 @@ use crate::store::restore_temp::leftovers_under;
 /// `{"type":"bad_pack","what":…,"sessions":[ID…]}`, `{"type":"stray_file","path":…}`,
 /// `{"type":"bad_reconstruction","path":…,"why":…}`, `{"type":"unreferenced_object","sha256":HEX}`,
 /// `{"type":"unplaced_manifest","path":…,"session":ID,"why":…}`,
-/// `{"type":"leftover_restore_temp","path":…,"bytes":N}`, then
-/// `{"type":"summary","problems":N,"unreferenced_objects":N,"unplaced_manifests":N,"leftover_restore_temps":N,"full":BOOL}`.
+/// `{"type":"leftover_restore_temp","path":…,"bytes":N}`,
+/// `{"type":"leftover_temp_folder","path":…,"bytes":N}`, then
+/// `{"type":"summary","problems":N,"unreferenced_objects":N,"unplaced_manifests":N,"leftover_restore_temps":N,"leftover_temp_folders":N,"full":BOOL}`.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-fsck", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct FsckArgs {
@@ -108,6 +114,19 @@ impl Command for FsckArgs {
                 serde_json::json!({"type": "leftover_restore_temp", "path": path, "bytes": size}),
             )?;
         }
+        let folders = temp_folders(&store)?;
+        for (path, size) in &folders {
+            emit_either(
+                io.out,
+                json,
+                format_args!(
+                    "leftover temp folder {} ({}; a killed sync's staging, gc --apply removes it)",
+                    human::path(path),
+                    bytes(*size)
+                ),
+                serde_json::json!({"type": "leftover_temp_folder", "path": path, "bytes": size}),
+            )?;
+        }
         let depth = if self.full {
             "objects re-hashed, reconstructions checked"
         } else {
@@ -117,12 +136,16 @@ impl Command for FsckArgs {
             io.out,
             json,
             format_args!(
-                "{faults} problems, {notes} unreferenced objects (gc removes them{}), {} unplaced manifests{}; {depth}",
+                "{faults} problems, {notes} unreferenced objects (gc removes them{}), {} unplaced manifests{}{}; {depth}",
                 if list_notes { "" } else { ", -v lists them" },
                 unplaced.len(),
                 match leftovers.len() {
                     0 => String::new(),
                     n => format!(", {n} leftover restore temp files"),
+                },
+                match folders.len() {
+                    0 => String::new(),
+                    n => format!(", {n} leftover temp folders"),
                 }
             ),
             serde_json::json!({
@@ -131,6 +154,7 @@ impl Command for FsckArgs {
                 "unreferenced_objects": notes,
                 "unplaced_manifests": unplaced.len(),
                 "leftover_restore_temps": leftovers.len(),
+                "leftover_temp_folders": folders.len(),
                 "full": self.full,
             }),
         )?;
@@ -140,6 +164,21 @@ impl Command for FsckArgs {
             Status::Corrupt
         })
     }
+}
+
+/// The staging folders killed syncs left in the store, with their sizes: none while another
+/// ctxfold holds the store lock (a sync running has one).
+fn temp_folders(store: &Store) -> Result<Vec<(PathBuf, u64)>> {
+    let Some(_lock) = store.try_lock(Mode::Exclusive)? else {
+        return Ok(Vec::new());
+    };
+    Ok(gc::temp_folders(store)?
+        .into_iter()
+        .map(|dir| {
+            let size = gc::folder_bytes(&dir);
+            (dir, size)
+        })
+        .collect())
 }
 
 /// The temp files killed restores left in the agents' session folders, where restore puts

@@ -37,8 +37,8 @@ use crate::store::lock::Mode;
 /// Seed indexes an older ctxfold kept as files (context-fold/<id>/seed-index.jsonl) are moved into
 /// the seed catalog (seeds/catalog.jsonl), where they are packed and compressed with the rest.
 ///
-/// Stale temp files are the files in <store>/tmp and the `.*.tmp` files under objects/ and
-/// manifests/ older than the grace period.
+/// Stale temp files are the files and folders in <store>/tmp (a folder there is the staging a killed
+/// sync left) and the `.*.tmp` files under objects/ and manifests/ older than the grace period.
 ///
 /// --prune-generations also removes every generation (manifests/generations/<id>/: the earlier
 /// versions of sessions that fold kept when it replaced them; see ctxfold fold), listing each,
@@ -50,7 +50,7 @@ use crate::store::lock::Mode;
 /// Lines instead, `action` being `removed` or `would_remove`:
 /// `{"type":"generation","action":…,"session":ID,"generation":N,"kept_at":TIME|null,"reason":"grown"|"changed"|null,"path":PATH}`,
 /// `{"type":"object","action":…,"sha256":HEX,"bytes":N|null}` (null: packed),
-/// `{"type":"temp_file","action":…,"path":PATH}`, then
+/// `{"type":"temp_file","action":…,"path":PATH}`, `{"type":"temp_folder","action":…,"path":PATH}`, then
 /// `{"type":"summary","applied":BOOL,"objects":N,"temp_files":N,"generations":N,"referenced_objects":N,"young_objects_kept":N,"packs_rewritten":N,"loose_objects_packed":N,"pack":{"name":…,"objects":N,"bytes":N}|null}`
 /// (`pack`: the pack written, under --apply).
 #[derive(Debug, clap::Parser)]
@@ -226,6 +226,16 @@ fn report(
             serde_json::json!({"type": "temp_file", "path": temp}),
         )?;
     }
+    for folder in &plan.temp_folders {
+        say.line(
+            io,
+            format_args!(
+                "{verb} temp folder {} (a killed sync's staging)",
+                path(folder)
+            ),
+            serde_json::json!({"type": "temp_folder", "path": folder}),
+        )?;
+    }
     let repacked = match done {
         Some(done) => match &done.pack {
             Some(pack) if done.unchanged => format!("pack {} was packed so already", pack.name),
@@ -255,7 +265,10 @@ fn report(
         format_args!(
             "{} {verb}, {}, {}; {repacked}; {} referenced; {} younger than --prune kept",
             count(dropped.len() as u64, "unreferenced object"),
-            count(plan.temps.len() as u64, "temp file"),
+            count(
+                (plan.temps.len() + plan.temp_folders.len()) as u64,
+                "temp file"
+            ),
             count(generations as u64, "generation"),
             count(plan.referenced, "object"),
             count(plan.young, "unreferenced object"),
@@ -264,7 +277,7 @@ fn report(
             "type": "summary",
             "applied": done.is_some(),
             "objects": dropped.len(),
-            "temp_files": plan.temps.len(),
+            "temp_files": plan.temps.len() + plan.temp_folders.len(),
             "generations": generations,
             "referenced_objects": plan.referenced,
             "young_objects_kept": plan.young,

@@ -102,6 +102,9 @@ pub struct Plan {
     pub loose_to_pack: u64,
     /// Temp files older than the cutoff, and packs without an index (interrupted writes).
     pub temps: Vec<PathBuf>,
+    /// Folders in `tmp/` older than the cutoff: staging left by a killed sync (see
+    /// [`temp_folders`]).
+    pub temp_folders: Vec<PathBuf>,
 }
 
 impl Plan {
@@ -111,6 +114,7 @@ impl Plan {
             && self.rewrite.is_empty()
             && self.loose_to_pack == 0
             && self.temps.is_empty()
+            && self.temp_folders.is_empty()
     }
 }
 
@@ -194,6 +198,11 @@ pub fn plan(store: &Store, roots: &Roots, cutoff: SystemTime, all_packs: bool) -
         }
     }
     plan.temps.extend(stale_temps(store, cutoff)?);
+    for folder in temp_folders(store)? {
+        if older(&folder, cutoff)? {
+            plan.temp_folders.push(folder);
+        }
+    }
     plan.temps.sort();
     plan.temps.dedup();
     Ok(plan)
@@ -242,6 +251,14 @@ pub fn apply(
     for temp in &plan.temps {
         super::remove_if_present(temp)?;
     }
+    for folder in &plan.temp_folders {
+        match fs::remove_dir_all(folder) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_path("remove", folder);
+            }
+            _ => {}
+        }
+    }
     Ok(done)
 }
 
@@ -272,6 +289,39 @@ fn stale_temps(store: &Store, cutoff: SystemTime) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(temps)
+}
+
+/// The folders in `tmp/`, each with what it holds: only a sync makes folders there (its staging,
+/// `.sync-XXXXXX/`, removed when it ends), under the store lock held shared, so one found while
+/// the lock is held exclusive is what a killed sync left.
+pub fn temp_folders(store: &Store) -> Result<Vec<PathBuf>> {
+    let dir = store.tmp_dir();
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_path("list", &dir),
+    };
+    let mut folders = Vec::new();
+    for entry in entries {
+        let entry = entry.with_path("list", &dir)?;
+        if entry.file_type().with_path("stat", &entry.path())?.is_dir() {
+            folders.push(entry.path());
+        }
+    }
+    folders.sort();
+    Ok(folders)
+}
+
+/// The bytes the files under `dir` hold (what a leftover folder takes).
+pub fn folder_bytes(dir: &Path) -> u64 {
+    ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .build()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// A `.pack` whose `.idx` is missing: a pack write interrupted before its index went in place.
