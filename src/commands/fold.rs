@@ -233,6 +233,15 @@ impl Command for FoldArgs {
                     if printed.is_ok() {
                         printed = progress.suspend(|| print_report(io.out, report, &self));
                     }
+                    // Its line says so on stdout; a failure is said on stderr too, under -q as
+                    // well, where a script or a person reading errors looks.
+                    if let Some(note) = report
+                        .note
+                        .as_ref()
+                        .filter(|_| matches!(report.status, Status::Corrupt | Status::System))
+                    {
+                        progress.suspend(|| io.error(format_args!("{}: {note}", report.id)));
+                    }
                 }
                 Ok(())
             },

@@ -43,21 +43,36 @@ where
 
 fn failure(what: &str, output: &Output) -> Error {
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let said = stderr
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no message")
-        .trim();
     let status = output
         .status
         .code()
         .map_or_else(|| "a signal".to_string(), |c| c.to_string());
-    Error::system(
-        what,
-        std::io::Error::other(format!("git exited with {status}: {said}")),
-    )
+    let said = reason(&stderr);
+    // The kind decides the exit status: out of space is the system's failure, as everywhere.
+    let error = match said.contains(NO_SPACE) {
+        true => std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            format!("out of space: git exited with {status}: {said}"),
+        ),
+        false => std::io::Error::other(format!("git exited with {status}: {said}")),
+    };
+    Error::system(what, error)
 }
+
+/// What git's own complaint is, from all it printed: the line that says the disk is full, else
+/// its first `fatal:` or `error:` line (git follows it with advice, "Please make sure you have
+/// the correct access rights / and the repository exists."), else its last line.
+fn reason(stderr: &str) -> &str {
+    let lines = || stderr.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines()
+        .find(|l| l.contains(NO_SPACE))
+        .or_else(|| lines().find(|l| l.starts_with("fatal:") || l.starts_with("error:")))
+        .or_else(|| lines().last())
+        .unwrap_or("no message")
+}
+
+/// How git (and the C library under it) says a write found the disk full.
+const NO_SPACE: &str = "No space left on device";
 
 /// A configured remote.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -140,4 +155,29 @@ pub fn push(git_dir: &Path, remote: &str, commit: ObjectId) -> Result<()> {
         ["push", "--quiet", remote, &refspec],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason;
+
+    #[test]
+    fn gits_reason_is_its_complaint_not_its_advice() {
+        let missing = "fatal: '/r.git' does not appear to be a git repository\n\
+                       fatal: Could not read from remote repository.\n\n\
+                       Please make sure you have the correct access rights\n\
+                       and the repository exists.\n";
+        assert_eq!(
+            reason(missing),
+            "fatal: '/r.git' does not appear to be a git repository"
+        );
+        let full = "error: unable to write file x: No space left on device\n\
+                    fatal: fetch-pack: invalid index-pack output\n";
+        assert_eq!(
+            reason(full),
+            "error: unable to write file x: No space left on device"
+        );
+        assert_eq!(reason("hint: a\nsomething odd\n"), "something odd");
+        assert_eq!(reason(""), "no message");
+    }
 }
