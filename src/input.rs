@@ -1,11 +1,64 @@
 //! Opening session files for reading: plain JSONL, or `.zst` (Codex compresses its own archived
 //! rollouts) decoded as a stream, so callers always see the decompressed bytes.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::fs::{File, Metadata};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
+
+/// Open `path` to read it as a file. What is not a regular file is refused before a byte is read
+/// (a FIFO would block the read until a writer came, a device never end): it is opened without
+/// blocking, then looked at. A symbolic link loop is said as one, not as a missing file.
+pub fn open_file(path: &Path) -> Result<File> {
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| unopened(path, e))?;
+    let meta = file.metadata().with_path("stat", path)?;
+    if let Some(e) = not_regular(path, &meta) {
+        return Err(e);
+    }
+    // Reads of a regular file never block; clear the flag all the same, for what reads it next.
+    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())
+        .map_err(|e| Error::io("open", path, e.into()))?;
+    Ok(file)
+}
+
+/// Why `path`, named to be read, cannot be: a symbolic link loop is said as one.
+pub fn unopened(path: &Path, e: io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => Error::bad_input(
+            path.display(),
+            "a symbolic link loop (too many levels of symbolic links)",
+        ),
+        _ => Error::io("open", path, e),
+    }
+}
+
+/// The refusal of a file that is not a regular one, saying what it is.
+pub fn not_regular(path: &Path, meta: &Metadata) -> Option<Error> {
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    };
+    Some(Error::bad_input(
+        path.display(),
+        format!("not a regular file ({what}); only files are read"),
+    ))
+}
 
 /// True for a path whose bytes are zstd-compressed (`rollout-….jsonl.zst`).
 pub fn is_zstd(path: &Path) -> bool {
@@ -24,7 +77,7 @@ pub fn open_head(path: &Path) -> Result<Box<dyn BufRead + Send>> {
 }
 
 fn open_buffered(path: &Path, capacity: usize) -> Result<Box<dyn BufRead + Send>> {
-    let file = File::open(path).with_path("open", path)?;
+    let file = open_file(path)?;
     if is_zstd(path) {
         let decoder = zstd::stream::read::Decoder::new(file).with_path("read zstd", path)?;
         Ok(Box::new(BufReader::with_capacity(capacity, decoder)))
@@ -39,7 +92,7 @@ pub fn open_at(path: &Path, offset: u64) -> Result<Option<Box<dyn BufRead + Send
     if is_zstd(path) {
         return Ok(None);
     }
-    let mut file = File::open(path).with_path("open", path)?;
+    let mut file = open_file(path)?;
     file.seek(SeekFrom::Start(offset)).with_path("seek", path)?;
     Ok(Some(Box::new(BufReader::with_capacity(1 << 20, file))))
 }

@@ -1,6 +1,5 @@
 //! `ctxfold-hash-object`: the sha256 of files or stdin, as the store names objects; `-w` stores them.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -96,7 +95,7 @@ struct Hasher<'a> {
 
 impl Hasher<'_> {
     fn hash_file(&self, path: &Path) -> Result<Digest> {
-        let mut file = File::open(path).with_path("open", path)?;
+        let mut file = crate::input::open_file(path)?;
         self.hash(&mut file, path)
     }
 

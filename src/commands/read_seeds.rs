@@ -1,11 +1,10 @@
 //! `ctxfold-read-seeds`: the union of seed-index files under the contract's rules.
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::ledger::{FileSource, Ledger};
 use crate::seeds::catalog::Catalog;
 use crate::seeds::index::{EachPart, Parts, Standing, StoreIndex};
@@ -99,13 +98,12 @@ struct Given<'a> {
 impl Parts for Given<'_> {
     fn each_part(&self, each: &mut EachPart<'_>) -> Result<bool> {
         for path in self.files {
-            let file = match File::open(path) {
-                Ok(file) => file,
+            let file = match std::fs::metadata(path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let missing = format!("{}: no such file", path.display());
                     return Err(Error::not_found(missing));
                 }
-                Err(e) => return Err(e).with_path("open", path),
+                _ => crate::input::open_file(path)?,
             };
             if each(&mut BufReader::new(file), &path.display().to_string())?.is_break() {
                 return Ok(true);

@@ -5,7 +5,6 @@
 //! its end, is streamed through).
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -62,7 +61,7 @@ fn last_activity(agent: Option<Agent>, lines: &[Vec<u8>]) -> Option<Instant> {
 
 /// The last lines of a plain file, the last first, read backwards from its end.
 fn file_tail(path: &Path) -> Result<Vec<Vec<u8>>> {
-    let mut file = File::open(path).with_path("open", path)?;
+    let mut file = crate::input::open_file(path)?;
     let size = file.metadata().with_path("stat", path)?.len();
     let mut tail: Vec<u8> = Vec::new();
     let mut start = size;

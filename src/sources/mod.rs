@@ -104,15 +104,23 @@ pub fn discover_titled(
             if path.is_dir() {
                 found.looked_in.push((path.clone(), true));
                 walk(path, &ANY_LEDGER, &mut candidates, &mut found);
-            } else if path.exists() {
-                candidates.push(Candidate {
-                    path: path.clone(),
-                    archived: in_archive(path),
-                });
             } else {
-                found
-                    .problems
-                    .push(format!("{}: no such file or directory", path.display()));
+                // What is there but no file (a FIFO, a link loop) is refused when it is opened.
+                match std::fs::metadata(path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => found
+                        .problems
+                        .push(format!("{}: no such file or directory", path.display())),
+                    Err(e) => found
+                        .problems
+                        .push(crate::input::unopened(path, e).to_string()),
+                    Ok(meta) => match crate::input::not_regular(path, &meta) {
+                        Some(e) => found.problems.push(e.to_string()),
+                        None => candidates.push(Candidate {
+                            path: path.clone(),
+                            archived: in_archive(path),
+                        }),
+                    },
+                }
             }
         }
     }
