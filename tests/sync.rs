@@ -931,3 +931,102 @@ fn a_remote_dictionary_with_the_zstd_id_of_another_is_refused_and_nothing_is_app
     ));
     assert_eq!(store_files(&w.b), before);
 }
+
+/// A killed sync leaves its `git push` running on its own; the next sync waits for it instead of
+/// racing it for the remote-tracking ref (once: "cannot lock ref 'refs/remotes/origin/ctxfold':
+/// is at X but expected Y"). The push is held open by a receive-pack that sleeps, so the window is
+/// there every time.
+#[test]
+fn a_sync_after_a_killed_one_waits_for_the_git_it_left_running() {
+    let w = World::new();
+    let a = &w.a;
+    w.fold(a, "s1", &fixture(own::CODEX_SHELL_CRLF));
+    w.ctxfold(a, &["remote", "add", "origin", w.remote.to_str().unwrap()])
+        .ok();
+    w.sync(a);
+    let (started, done) = (w.env.path("push-started"), w.env.path("push-done"));
+    let receive = w.write(
+        "slow-receive-pack",
+        format!(
+            "#!/bin/sh\ntouch {}\nsleep 3\ngit-receive-pack \"$@\"\nstatus=$?\ntouch {}\nexit $status\n",
+            started.display(),
+            done.display()
+        )
+        .as_bytes(),
+    );
+    fs::set_permissions(
+        &receive,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mirror = a.join("mirror.git");
+    w.git(
+        Some(&mirror),
+        [
+            "config",
+            "remote.origin.receivepack",
+            receive.to_str().unwrap(),
+        ],
+    );
+    w.fold(a, "s2", &fixture(own::PI_AGENT_WORK));
+    let mut killed = w
+        .env
+        .command("ctxfold")
+        .args(["sync", "--store", a.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let begun = std::time::Instant::now();
+    while !started.exists() {
+        assert!(begun.elapsed().as_secs() < 60, "the push never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(!done.exists(), "the push ended before the sync was killed");
+
+    let again = w.ctxfold(a, &["sync"]);
+    assert!(
+        done.exists(),
+        "the next sync ran beside the push the killed one left"
+    );
+    let again = again.ok();
+    assert!(
+        again
+            .stderr
+            .contains("waiting for another sync (or a git it started) to finish"),
+        "{}",
+        again.stderr
+    );
+    // Both sessions reached the remote: a clone has them.
+    w.ctxfold(&w.b, &["clone", w.remote.to_str().unwrap()]).ok();
+    assert_eq!(
+        w.restored(&w.b, "s2"),
+        fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
+    );
+}
+
+/// A git killed while it held a ref lock leaves the lock file; the next sync removes it (no git
+/// of ours runs then) instead of failing on it for good.
+#[test]
+fn a_lock_file_a_killed_git_left_in_the_mirror_does_not_fail_the_next_sync() {
+    let w = World::new();
+    let a = &w.a;
+    w.fold(a, "s1", &fixture(own::CODEX_SHELL_CRLF));
+    w.ctxfold(a, &["remote", "add", "origin", w.remote.to_str().unwrap()])
+        .ok();
+    w.sync(a);
+    let mirror = a.join("mirror.git");
+    for lock in ["refs/remotes/origin/ctxfold.lock", "packed-refs.lock"] {
+        fs::write(mirror.join(lock), b"").unwrap();
+    }
+    w.fold(a, "s2", &fixture(own::PI_AGENT_WORK));
+    w.sync(a);
+    assert!(!mirror.join("refs/remotes/origin/ctxfold.lock").exists());
+    w.ctxfold(&w.b, &["clone", w.remote.to_str().unwrap()]).ok();
+    assert_eq!(
+        w.restored(&w.b, "s2"),
+        fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
+    );
+}

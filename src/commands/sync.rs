@@ -60,7 +60,8 @@ impl Command for SyncArgs {
             Some(remote) => remote,
             None => default_remote(&Mirror::open_or_init(&dir)?)?,
         };
-        let outcome = sync(&store, &dir, &remote)
+        let wait = || io.note("waiting for another sync (or a git it started) to finish…");
+        let outcome = sync(&store, &dir, &remote, wait)
             .map_err(|e| e.context(format_args!("sync with {remote}")))?;
         report(io, &outcome, self.json)
     }
@@ -108,7 +109,8 @@ pub struct CloneArgs {
 impl Command for CloneArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.init()?;
-        let outcome = clone(&store, &self.git.dir(&store), &self.url)
+        let wait = || io.note("waiting for another sync (or a git it started) to finish…");
+        let outcome = clone(&store, &self.git.dir(&store), &self.url, wait)
             .map_err(|e| e.context(format_args!("clone {}", self.url)))?;
         report(io, &outcome, self.json)
     }

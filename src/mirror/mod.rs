@@ -9,6 +9,7 @@
 //! This module never reads session contents: that is the engine's job.
 
 pub mod git;
+pub mod lock;
 pub mod merge;
 pub mod private;
 pub mod sync;

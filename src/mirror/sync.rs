@@ -6,6 +6,7 @@ use std::path::Path;
 
 use gix::ObjectId;
 
+use super::lock::MirrorLock;
 use super::merge::{Report, merge};
 use super::{Mirror, git};
 use crate::error::{Error, Result};
@@ -33,11 +34,23 @@ fn hex<S: serde::Serializer>(id: &Option<ObjectId>, s: S) -> std::result::Result
     }
 }
 
-/// Sync `store` with `remote` of the mirror repository at `git_dir`.
-pub fn sync(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
+/// Sync `store` with `remote` of the mirror repository at `git_dir`; `on_wait` is called once if
+/// another sync, or a git an earlier one started, holds the mirror.
+pub fn sync(
+    store: &Store,
+    git_dir: &Path,
+    remote: &str,
+    on_wait: impl FnOnce(),
+) -> Result<Outcome> {
+    Mirror::open_or_init(git_dir)?;
+    let _mirror = MirrorLock::take(git_dir, on_wait)?;
+    sync_locked(store, git_dir, remote)
+}
+
+fn sync_locked(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
     // Shared, as every writer takes it: gc waits until the store is mirrored and merged.
     let _lock = store.lock(Mode::Shared, || {})?;
-    let mine = Mirror::open_or_init(git_dir)?.record(store)?;
+    let mine = Mirror::open(git_dir)?.record(store)?;
     let fetched = git::fetch(git_dir, remote)?;
     // Reopened: the fetch added a pack that a repository opened before may not look for.
     let mirror = Mirror::open(git_dir)?;
@@ -126,7 +139,7 @@ fn settle(
 
 /// Make an empty store a copy of the one at `url`: its mirror gets `url` as remote `origin`,
 /// then it syncs.
-pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
+pub fn clone(store: &Store, git_dir: &Path, url: &str, on_wait: impl FnOnce()) -> Result<Outcome> {
     if !store.manifest_files()?.is_empty() || store.odb().list()?.next().is_some() {
         return Err(Error::refused(format!(
             "{} already holds sessions: add the remote and sync instead",
@@ -134,6 +147,7 @@ pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
         )));
     }
     Mirror::open_or_init(git_dir)?;
+    let _mirror = MirrorLock::take(git_dir, on_wait)?;
     // A clone that failed half-way (the network) is simply run again.
     match git::remotes(git_dir)?
         .into_iter()
@@ -148,5 +162,5 @@ pub fn clone(store: &Store, git_dir: &Path, url: &str) -> Result<Outcome> {
         Some(_) => {}
         None => git::remote_add(git_dir, "origin", url)?,
     }
-    sync(store, git_dir, "origin")
+    sync_locked(store, git_dir, "origin")
 }
