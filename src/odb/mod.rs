@@ -389,6 +389,17 @@ impl Odb {
         Ok(true)
     }
 
+    /// Remove `path`, a pack file whose index was missing (an interrupted write), unless its index
+    /// is there now: a repack since wrote that very pack, which must stay (see the module's rule).
+    /// Returns whether it was removed.
+    pub fn retire_orphan_pack(&self, path: &Path) -> Result<bool> {
+        if path.with_extension("idx").exists() {
+            return Ok(false);
+        }
+        crate::store::remove_if_present(path)?;
+        Ok(true)
+    }
+
     /// Remove the loose file of `digest` when the operation drops the object (`keep` false), or
     /// once a pack holds it (see the module's rule); returns whether it was removed.
     pub fn retire_loose(&self, digest: &Digest, keep: bool) -> Result<bool> {

@@ -247,10 +247,14 @@ pub fn apply(
         };
         if young { Fate::Leave } else { Fate::Drop }
     };
-    let done = repack(odb, &sources, roots.order.iter().copied(), fate, options)?;
+    // Leftovers first: a pack without its index is one this repack may write again, whole.
     for temp in &plan.temps {
-        super::remove_if_present(temp)?;
+        match temp.extension().is_some_and(|e| e == "pack") {
+            true => odb.retire_orphan_pack(temp).map(drop)?,
+            false => super::remove_if_present(temp)?,
+        }
     }
+    let done = repack(odb, &sources, roots.order.iter().copied(), fate, options)?;
     for folder in &plan.temp_folders {
         match fs::remove_dir_all(folder) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
