@@ -67,7 +67,7 @@ fn reason(stderr: &str) -> &str {
     lines()
         .find(|l| l.contains(NO_SPACE))
         .or_else(|| lines().find(|l| l.starts_with("fatal:") || l.starts_with("error:")))
-        .or_else(|| lines().last())
+        .or_else(|| lines().next_back())
         .unwrap_or("no message")
 }
 
