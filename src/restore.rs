@@ -210,7 +210,11 @@ fn write_group(store: &Store, group: &mut [Written]) {
         by_block::write_sessions(store, &sessions)
     };
     for ((outcome, beside), result) in begun.iter_mut().zip(results) {
-        if let Err(e) = result {
+        let kept = result.and_then(|()| {
+            let (written, manifest) = beside.as_ref().expect("begun");
+            written.keep_mtime(manifest)
+        });
+        if let Err(e) = kept {
             outcome.result = Err(e);
             **beside = None;
         }
@@ -380,6 +384,7 @@ mod tests {
             cwd: None,
             rollout_path: rollout_path.into(),
             archived: false,
+            mtime: None,
         }
     }
 

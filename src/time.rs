@@ -1,6 +1,7 @@
 //! Times as sessions write them and as people read them: RFC 3339 timestamps (`2026-05-11T10:29:40.150Z`,
 //! or with an offset) read into milliseconds since the epoch, shown in UTC (`2026-05-11 10:29Z`),
-//! and the `--since` forms people type (`2026-05-01`, `2026-05-01T12:00`, `3d`, `2w`).
+//! and the `--since` forms people type (`2026-05-01`, `2026-05-01T12:00`, `3d`, `2w`); file times
+//! to the nanosecond, as manifests keep their sources' mtimes.
 //!
 //! UTC throughout, as the rest of ctxfold shows times (`kept 2026-05-12 10:11:12Z`): no time zone
 //! database is read.
@@ -118,6 +119,40 @@ impl serde::Serialize for Instant {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_str(&self.rfc3339())
     }
+}
+
+/// A file time as RFC 3339 UTC to the nanosecond (`2026-11-30T23:21:07.123456789Z`): how a
+/// manifest keeps its source's mtime, which restore sets again exactly.
+pub fn nanos(at: SystemTime) -> String {
+    let (secs, nanos) = match at.duration_since(UNIX_EPOCH) {
+        Ok(after) => (after.as_secs() as i64, after.subsec_nanos()),
+        Err(before) => {
+            let before = before.duration();
+            match before.subsec_nanos() {
+                0 => (-(before.as_secs() as i64), 0),
+                n => (-(before.as_secs() as i64) - 1, 1_000_000_000 - n),
+            }
+        }
+    };
+    let (date, h, m, s, _) = Instant(secs * 1000).split();
+    format!("{date}T{h:02}:{m:02}:{s:02}.{nanos:09}Z")
+}
+
+/// A time [`nanos`] wrote (any fraction up to nanoseconds, or none; UTC only), or `None`.
+pub fn parse_nanos(text: &str) -> Option<SystemTime> {
+    let body = text.strip_suffix('Z')?;
+    let (whole, fraction) = body.split_once('.').unwrap_or((body, ""));
+    if fraction.len() > 9 || !fraction.bytes().all(|b| b.is_ascii_digit()) || whole.len() != 19 {
+        return None;
+    }
+    let secs = Instant::parse(&format!("{whole}Z"))?.0.div_euclid(1000);
+    let nanos: u64 = format!("{fraction:0<9}").parse().ok()?;
+    let at = std::time::Duration::from_secs(secs.unsigned_abs());
+    let at = match secs < 0 {
+        true => UNIX_EPOCH.checked_sub(at)?,
+        false => UNIX_EPOCH.checked_add(at)?,
+    };
+    at.checked_add(std::time::Duration::from_nanos(nanos))
 }
 
 /// What `--since` takes: a date (`2026-05-01`, midnight UTC), a date and time (RFC 3339, the
@@ -240,6 +275,31 @@ mod tests {
             assert_eq!(Instant::parse(bad), None, "{bad}");
         }
         assert_eq!(Instant(-1).rfc3339(), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn file_times_round_trip_to_the_nanosecond() {
+        use std::time::Duration;
+        let at = UNIX_EPOCH + Duration::new(1_796_080_867, 123_456_789);
+        assert_eq!(nanos(at), "2026-11-30T23:21:07.123456789Z");
+        assert_eq!(parse_nanos("2026-11-30T23:21:07.123456789Z"), Some(at));
+        assert_eq!(
+            parse_nanos("2026-11-30T23:21:07Z"),
+            Some(at - Duration::from_nanos(123_456_789))
+        );
+        let before = UNIX_EPOCH - Duration::new(1, 250_000_000);
+        assert_eq!(nanos(before), "1969-12-31T23:59:58.750000000Z");
+        assert_eq!(parse_nanos(&nanos(before)), Some(before));
+        for bad in [
+            "",
+            "2026-11-30T23:21:07.1234567890Z",
+            "2026-11-30T23:21:07+01:00",
+            "2026-11-30T23:21Z",
+            "2026-11-30T23:21:07.12a Z",
+            "yesterday",
+        ] {
+            assert_eq!(parse_nanos(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -176,6 +176,7 @@ mod tests {
             cwd: None,
             rollout_path: rollout_path.into(),
             archived: false,
+            mtime: None,
         }
     }
 

@@ -80,6 +80,7 @@ impl Command for WriteManifestArgs {
                 cwd: self.cwd,
                 rollout_path,
                 archived: self.archived,
+                mtime: None,
             },
             source: Source { bytes, sha256 },
             settings,

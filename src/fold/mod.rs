@@ -312,6 +312,8 @@ fn prepare_into(
     let mut manifest = segment_source(store, found, options, sink, claimed, prepared, grown_from)?;
     let grown = (title_before.as_ref()).map(|(title, bytes)| (title.as_deref(), *bytes));
     manifest.session.title = found.title(grown);
+    // The mtime before the read, which the check below finds unchanged after it.
+    manifest.session.mtime = Some(crate::time::nanos(before.modified()));
     test_hook_after_read(path);
     let report = &mut prepared.report;
     let change = match Stamp::of_present(path)? {

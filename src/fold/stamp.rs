@@ -42,6 +42,15 @@ impl Stamp {
         }
     }
 
+    /// The file's mtime.
+    pub fn modified(&self) -> std::time::SystemTime {
+        let at = std::time::Duration::from_nanos(self.mtime_ns.unsigned_abs());
+        match self.mtime_ns < 0 {
+            true => std::time::UNIX_EPOCH - at,
+            false => std::time::UNIX_EPOCH + at,
+        }
+    }
+
     /// Whether the file's content has not changed (its mtime) for `age` or longer: an agent that
     /// still writes a session would have touched it since.
     pub fn unchanged_for(&self, age: std::time::Duration) -> bool {

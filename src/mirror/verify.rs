@@ -119,6 +119,7 @@ mod tests {
                 cwd: None,
                 rollout_path: "/r".into(),
                 archived: false,
+                mtime: None,
             },
             source: Source {
                 bytes: whole.len() as u64,

@@ -298,6 +298,8 @@ fn describe(
             cwd,
             rollout_path,
             archived,
+            // Fold's to set, from the file as it read it.
+            mtime: None,
         },
         agent,
         path: path.clone(),

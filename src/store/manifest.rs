@@ -41,6 +41,18 @@ pub struct Session {
     pub cwd: Option<String>,
     pub rollout_path: String,
     pub archived: bool,
+    /// The source's mtime when it was folded, RFC 3339 UTC to the nanosecond
+    /// (`2026-11-30T23:21:07.123456789Z`): restore sets it again, as tar and restic do, since
+    /// agents sort and judge sessions by it. Not in the contract, whose readers ignore unknown keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime: Option<String>,
+}
+
+impl Session {
+    /// [`Session::mtime`] as a time (`None`: absent, or not one).
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        crate::time::parse_nanos(self.mtime.as_deref()?)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,6 +259,7 @@ pub fn of_one_part(id: &str, bytes: &[u8]) -> Manifest {
             cwd: None,
             rollout_path: "/r.jsonl".into(),
             archived: false,
+            mtime: None,
         },
         source: Source {
             bytes: size,
@@ -279,6 +292,7 @@ mod tests {
                 cwd: None,
                 rollout_path: "/r.jsonl".into(),
                 archived: false,
+                mtime: None,
             },
             source: Source {
                 bytes: 5,

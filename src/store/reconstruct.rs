@@ -230,6 +230,19 @@ impl Beside {
         let committed = self.pending.place_unsynced(&self.target, self.overwrite)?;
         settle(committed, &self.target, manifest)
     }
+
+    /// Give the written file the mtime its source had when it was folded (when the manifest keeps
+    /// one), before it is made durable: agents sort sessions by it and take a recent one for live.
+    pub fn keep_mtime(&self, manifest: &Manifest) -> Result<()> {
+        let Some(at) = manifest.session.modified() else {
+            return Ok(());
+        };
+        let path = self.pending.path();
+        self.pending
+            .as_file()
+            .set_modified(at)
+            .with_path("set the mtime of", path)
+    }
 }
 
 /// What a rename that found its target taken (without `overwrite`) means: the session is in
