@@ -17,7 +17,7 @@ use crate::store::reconstruct::write_session;
 #[command(name = "ctxfold-cat-manifest", version, after_long_help = crate::cli::EXIT_STATUS)]
 #[command(group = clap::ArgGroup::new("which").required(true).args(["session", "manifest"]))]
 pub struct CatManifestArgs {
-    /// The folded session's id
+    /// The folded session's id, or a unique prefix of it
     #[arg(value_name = "SESSION", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     /// Read this manifest file instead of the store's manifest for a session
@@ -32,7 +32,7 @@ impl Command for CatManifestArgs {
         let store = self.store.open()?;
         let manifest = match (&self.session, &self.manifest) {
             (_, Some(file)) => Store::load_manifest_file(file)?,
-            (Some(id), None) => store.load_manifest(id)?,
+            (Some(id), None) => store.load_named_manifest(id)?,
             (None, None) => unreachable!("clap requires one"),
         };
         // Named, so that a closed pipe ends it quietly and a full disk says where.

@@ -107,7 +107,7 @@ pub struct ExtractSeedsArgs {
     /// The session file (`.jsonl` or `.jsonl.zst`)
     #[arg(value_name = "LEDGER", value_hint = clap::ValueHint::FilePath)]
     pub ledger: Option<PathBuf>,
-    /// Read the folded session with this id out of the store
+    /// Read the folded session with this id (or unique prefix of one) out of the store
     #[arg(long, value_name = "ID", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     /// Add a `compact` record over the whole active branch
@@ -195,7 +195,7 @@ pub fn with_ledger<T>(
         (Some(path), _) => f(&FileSource(path.clone())),
         (None, Some(id)) => {
             let store = store.open()?;
-            let manifest = store.load_manifest(id)?;
+            let manifest = store.load_named_manifest(id)?;
             f(&StoreSource {
                 store: &store,
                 manifest: &manifest,

@@ -7,7 +7,7 @@ use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::{Error, Result};
 use crate::ledger::{FileSource, Ledger};
 use crate::seeds::catalog::Catalog;
-use crate::seeds::index::{EachPart, Parts, Standing, StoreIndex};
+use crate::seeds::index::{EachPart, Parts, Standing, StoreIndex, resolve_indexed};
 use crate::seeds::union::pi_index_files;
 
 /// Print the union of seed-index files: the records that stand, one JSON line each
@@ -36,8 +36,8 @@ pub struct ReadSeedsArgs {
     /// Read the extension's seed index of this Pi session file
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub pi_session: Option<PathBuf>,
-    /// Read the store's seed index of this session
-    #[arg(long, value_name = "ID")]
+    /// Read the store's seed index of this session (its id, or a unique prefix of it)
+    #[arg(long, value_name = "ID", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
@@ -67,13 +67,16 @@ impl Command for ReadSeedsArgs {
             .map(|_| self.store.open())
             .transpose()?;
         let catalog = store.as_ref().map(Catalog::load).transpose()?;
+        let session = (store
+            .as_ref()
+            .zip(catalog.as_ref())
+            .zip(self.session.as_deref()))
+        .map(|((store, catalog), spec)| resolve_indexed(store, catalog, spec))
+        .transpose()?;
         let given = Given {
             files: &files,
-            store: (store
-                .as_ref()
-                .zip(catalog.as_ref())
-                .zip(self.session.as_deref()))
-            .map(|((store, catalog), session)| StoreIndex::new(store, catalog, session)),
+            store: (store.as_ref().zip(catalog.as_ref()).zip(session.as_deref()))
+                .map(|((store, catalog), session)| StoreIndex::new(store, catalog, session)),
         };
         // Which records stand, then those records, one at a time: a long session's take gigabytes.
         let Some(standing) = Standing::of(&given)? else {

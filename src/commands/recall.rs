@@ -14,6 +14,8 @@ use crate::store::Store;
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{Error, Result, stdout_failed};
+use crate::seeds::catalog::Catalog;
+use crate::seeds::index::resolve_indexed;
 use crate::seeds::recall::{Event, Field, Pulled, Query, Verified, recall};
 
 /// Grep the seed index of every folded session and pull back whole spans, verified
@@ -46,7 +48,7 @@ pub struct RecallArgs {
     /// What to look for (a regular expression)
     #[arg(value_name = "PATTERN")]
     pub pattern: String,
-    /// Only this session
+    /// Only this session (its id, or a unique prefix of it)
     #[arg(long, value_name = "ID", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     /// Only these fields of the records [default: all four]
@@ -98,9 +100,12 @@ impl Command for RecallArgs {
             self.field.clone()
         };
         let store = self.store.open()?;
+        let session = (self.session.as_deref())
+            .map(|spec| resolve_indexed(&store, &Catalog::load(&store)?, spec))
+            .transpose()?;
         let query = Query {
             pattern: &pattern,
-            session: self.session.as_deref(),
+            session: session.as_deref(),
             fields: &fields,
             max_count: self.max_count,
         };

@@ -12,7 +12,7 @@ use crate::seeds::index;
 use crate::store::atomic::sync_parent;
 use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
-use crate::store::{Store, check_session_id, entry_names, remove_if_present};
+use crate::store::{Store, entry_names, remove_if_present};
 
 /// Remove folded sessions from the store (a dry run unless --apply)
 ///
@@ -31,8 +31,8 @@ use crate::store::{Store, check_session_id, entry_names, remove_if_present};
 #[command(name = "ctxfold-rm", version, after_long_help = crate::cli::EXIT_STATUS)]
 #[command(arg = crate::cli::dry_run())]
 pub struct RmArgs {
-    /// The folded sessions' ids
-    #[arg(value_name = "SESSION", required = true)]
+    /// The folded sessions: ids, or unique prefixes of them
+    #[arg(value_name = "SESSION", required = true, add = crate::cli::complete::session_ids())]
     pub sessions: Vec<String>,
     /// Remove (without it, list what would be removed)
     #[arg(long)]
@@ -61,13 +61,17 @@ impl Held {
     fn seed_index(&self) -> bool {
         self.extension_dir.is_some() || self.seed_batches > 0
     }
+
+    fn anything(&self) -> bool {
+        self.manifest.is_some()
+            || !self.generations.is_empty()
+            || !self.conflicts.is_empty()
+            || self.seed_index()
+    }
 }
 
 impl Command for RmArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        for id in &self.sessions {
-            check_session_id(id)?;
-        }
         let store = self.store.open()?;
         let _lock = match self.apply {
             true => Some(store.lock(Mode::Shared, || {
@@ -78,20 +82,21 @@ impl Command for RmArgs {
         let mut status = Status::Success;
         let mut removed = 0;
         let catalog = Catalog::load(&store)?;
-        for id in &self.sessions {
-            let held = held(&store, &catalog, id)?;
-            if held.manifest.is_none()
-                && held.generations.is_empty()
-                && held.conflicts.is_empty()
-                && !held.seed_index()
-            {
-                io.warn(format_args!(
-                    "no folded session {id:?} in {}",
-                    store.root().display()
-                ));
-                status = status.worst(Status::Negative);
-                continue;
+        // Every name resolved before anything is removed: an ambiguous one removes nothing.
+        let mut ids = Vec::with_capacity(self.sessions.len());
+        for spec in &self.sessions {
+            let holds = |id: &str| Ok(held(&store, &catalog, id)?.anything());
+            match store.resolve_session_held(spec, holds) {
+                Ok(id) => ids.push(id),
+                Err(e) if e.status() == Status::Negative => {
+                    io.warn(e);
+                    status = status.worst(Status::Negative);
+                }
+                Err(e) => return Err(e),
             }
+        }
+        for id in &ids {
+            let held = held(&store, &catalog, id)?;
             if self.apply {
                 remove(&store, id, &held)?;
                 removed += 1;

@@ -24,7 +24,7 @@ use crate::store::lock::Mode;
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-seeds", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct SeedsArgs {
-    /// Folded session ids [default: every folded session]
+    /// Folded sessions: ids, or unique prefixes of them [default: every folded session]
     #[arg(value_name = "SESSION", add = crate::cli::complete::session_ids())]
     pub sessions: Vec<String>,
     /// JSON Lines: `{"session":…,"appended":N}` per session
@@ -53,7 +53,7 @@ impl Command for SeedsArgs {
             false => self
                 .sessions
                 .iter()
-                .map(|id| store.load_manifest(id))
+                .map(|id| store.load_named_manifest(id))
                 .collect::<Result<Vec<_>>>()?,
         };
         let mut status = Status::Success;

@@ -39,7 +39,7 @@ pub struct VerifySpanArgs {
     /// The span's sha256 (hex): the text is printed only if it matches
     #[arg(long, value_name = "HEX")]
     pub sha256: Option<String>,
-    /// Read the folded session with this id out of the store
+    /// Read the folded session with this id (or unique prefix of one) out of the store
     #[arg(long, value_name = "ID", add = crate::cli::complete::session_ids())]
     pub session: Option<String>,
     #[command(flatten)]

@@ -45,6 +45,12 @@ pub fn has_index(store: &Store, catalog: &Catalog, session: &str) -> Result<bool
     Ok(catalog.of(session).next().is_some() || legacy_path(store, session)?.exists())
 }
 
+/// The session `spec` names (see [`Store::resolve_session`]), or, by its whole id, one no longer
+/// folded whose seed index the store keeps still.
+pub fn resolve_indexed(store: &Store, catalog: &Catalog, spec: &str) -> Result<String> {
+    store.resolve_session_held(spec, |id| has_index(store, catalog, id))
+}
+
 /// The sessions with a legacy index file, sorted.
 pub fn legacy_sessions(store: &Store) -> Result<Vec<String>> {
     let mut sessions: Vec<String> = entry_names(&store.context_fold_dir())?

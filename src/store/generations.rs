@@ -25,7 +25,7 @@ use serde::Serialize;
 use super::atomic::{Pending, sync_parent};
 use super::manifest::{Manifest, Source};
 use super::{Store, check_session_id, create_private_dir, entry_names, remove_if_present};
-use crate::error::{Error, IoContext, Result, Status};
+use crate::error::{Error, IoContext, Result};
 use crate::time::civil_from_days;
 
 /// How many `grown` generations fold keeps per session.
@@ -245,11 +245,8 @@ pub fn resolve(store: &Store, spec: &str, generation: Option<usize>) -> Result<M
         }
         _ => (spec, 0),
     };
-    let id = &match store.resolve_session(id) {
-        // A session kept only as generations is named by its whole id.
-        Err(e) if e.status() == Status::Negative && !list(store, id)?.is_empty() => id.to_string(),
-        resolved => resolved?,
-    };
+    // A session kept only as generations is named by its whole id.
+    let id = &store.resolve_session_held(id, |id| Ok(!list(store, id)?.is_empty()))?;
     if number == 0 {
         return store.load_manifest(id);
     }

@@ -2,10 +2,13 @@
 //! generations or conflicts), and a session named as git names a commit, by its id or by a unique
 //! prefix of it.
 //!
+//! Every command that names a folded session resolves it here, so each takes what the others take
+//! and says the same when a prefix is ambiguous.
+//!
 //! Not for: generations (`ID@N`, see `generations::resolve`) or sessions that are only on disk.
 
 use super::{Store, check_session_id, entry_names};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Status};
 
 /// How many candidates an ambiguous prefix's message names.
 const SHOWN: usize = 5;
@@ -36,6 +39,25 @@ impl Store {
             )),
             Unresolved::Ambiguous(message) => Error::usage(message),
         })
+    }
+
+    /// The manifest of the folded session `spec` names (see [`Store::resolve_session`]).
+    pub fn load_named_manifest(&self, spec: &str) -> Result<super::manifest::Manifest> {
+        self.load_manifest(&self.resolve_session(spec)?)
+    }
+
+    /// [`Store::resolve_session`], for a command that also acts on what the store keeps of a
+    /// session no longer folded (generations, a seed index): `spec` itself when it names no folded
+    /// session but `held(spec)` says the store keeps something of it, by its whole id.
+    pub fn resolve_session_held(
+        &self,
+        spec: &str,
+        held: impl FnOnce(&str) -> Result<bool>,
+    ) -> Result<String> {
+        match self.resolve_session(spec) {
+            Err(e) if e.status() == Status::Negative && held(spec)? => Ok(spec.to_string()),
+            resolved => resolved,
+        }
     }
 }
 
