@@ -1,5 +1,5 @@
 //! The `ctxfold` dispatcher, as git's: its own options parsed with its clap definition
-//! ([`commands::dispatcher`]), then a porcelain command run in-process, or else `ctxfold-<name>`
+//! ([`commands::dispatcher`]; those it passes on to the command: [`cli::global`]), then a porcelain command run in-process, or else `ctxfold-<name>`
 //! executed from the exec path ([`ExecPath`]) with the child's exit status passed through.
 
 use std::ffi::OsString;
@@ -65,9 +65,13 @@ fn dispatch(args: Vec<OsString>) -> Result<ExitCode> {
         return Ok(ExitCode::from(Status::Usage.code()));
     }
     let name = words[0].to_string_lossy().into_owned();
+    let spec = commands::find(&name);
+    let takes = |id: &str| {
+        (spec.as_ref()).is_some_and(|s| (s.command)().get_arguments().any(|a| a.get_id() == id))
+    };
+    cli::global::pass_on(&matches, &takes, &mut words);
     // Every command is told the name it was run by (argv[0]), which its messages and usage spell.
     words[0] = format!("{PROGRAM} {name}").into();
-    let spec = commands::find(&name);
     if let Some(spec) = spec.as_ref().filter(|s| s.level == Level::Porcelain) {
         return Ok(cli::run_process(words, (spec.command)(), spec.run));
     }

@@ -67,7 +67,7 @@ fn unknown_commands_get_did_you_mean() {
     let bare = env.run("ctxfold", Vec::<&str>::new()).fails(2);
     assert!(
         bare.stderr
-            .starts_with("Usage: ctxfold [--exec-path[=DIR]] <COMMAND> [<ARGS>]"),
+            .starts_with("Usage: ctxfold [--exec-path[=DIR]] [--store DIR] [-q|-v] [--no-pager]"),
         "{}",
         bare.stderr
     );
@@ -209,7 +209,7 @@ fn help_spells_usage_as_commands_are_run() {
     );
     let page = env.run("ctxfold", ["help", "ctxfold"]).ok().stdout_text();
     assert!(
-        page.contains("Usage: ctxfold [--exec-path[=DIR]] <COMMAND>"),
+        page.contains("Usage: ctxfold [--exec-path[=DIR]] [--store DIR] [-q|-v]"),
         "{page}"
     );
 }
@@ -252,4 +252,51 @@ fn porcelain_usage_errors_exit_2() {
     env.run("ctxfold", ["restore", "x", "--bogus"]).fails(2);
     let help = env.run("ctxfold", ["restore", "--help"]).ok().stdout_text();
     assert!(help.contains("ctxfold restore"), "{help}");
+}
+
+#[test]
+fn options_before_the_command_are_the_commands_own() {
+    let env = Env::new();
+    let other = env.path("other-store");
+    let other = other.to_str().unwrap();
+    let file = common::own_fixture(common::own::CODEX_AGENT_SMALL);
+    let id = "01a22ec3-2142-7dc0-ba9d-93c0133f1498";
+    let fold = [
+        "--store",
+        other,
+        "-q",
+        "fold",
+        "--apply",
+        file.to_str().unwrap(),
+    ];
+    let run = env.run("ctxfold", fold).ok();
+    assert_eq!(run.stderr, "", "-q reaches fold");
+    let listed = env.run("ctxfold", ["--store", other, "ls"]).ok();
+    assert!(
+        listed.stdout_text().contains(id),
+        "{}",
+        listed.stdout_text()
+    );
+    // The default store was not touched; plumbing takes the store too.
+    assert!(!env.store.exists());
+    let bytes = env
+        .run("ctxfold", ["--store", other, "cat-manifest", id])
+        .ok();
+    assert_eq!(bytes.stdout, fs::read(&file).unwrap());
+    // The option after the command wins, as it would over $CTXFOLD_STORE.
+    env.run(
+        "ctxfold",
+        ["--store", "/nonexistent", "ls", "--store", other],
+    )
+    .ok();
+
+    let shown = ["--store", other, "--color=always", "--no-pager", "show", id];
+    let shown = env.run("ctxfold", shown).ok().stdout_text();
+    assert!(shown.starts_with("\x1b["), "{shown}");
+    // A command that has no such option is not refused it (as git's --no-pager).
+    env.run("ctxfold", ["-q", "--no-pager", "version"]).ok();
+    env.run("ctxfold", ["-q", "-v", "ls"])
+        .fails(2)
+        .stderr
+        .contains("cannot be used with");
 }

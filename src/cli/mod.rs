@@ -3,6 +3,7 @@
 
 pub mod complete;
 pub mod exec_path;
+pub mod global;
 pub mod human;
 pub mod pager;
 pub mod style;
@@ -257,7 +258,7 @@ impl StoreArgs {
         if let Some(dir) = &self.store {
             return Ok(dir.clone());
         }
-        if let Some(dir) = env_path("CTXFOLD_STORE") {
+        if let Some(dir) = env_path(global::STORE_VAR) {
             return Ok(dir);
         }
         match data_home() {

@@ -95,7 +95,7 @@ pub fn find(name: &str) -> Option<Spec> {
 /// this: every command is an external subcommand to it, whose arguments the command parses itself
 /// (a porcelain command in-process, plumbing in its own binary), as git's commands do.
 pub fn dispatcher() -> clap::Command {
-    clap::Command::new("ctxfold")
+    let ctxfold = clap::Command::new("ctxfold")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Keep, shrink, search and sync the history of AI coding-agent sessions")
         .long_about(
@@ -104,10 +104,15 @@ pub fn dispatcher() -> clap::Command {
              `ctxfold <command>` runs a porcelain command built into the dispatcher, or else executes \
              `ctxfold-<command>` from the exec path: --exec-path=DIR or $CTXFOLD_EXEC_PATH, then \
              <dir of ctxfold>/../libexec/ctxfold, then the directory of ctxfold itself, then $PATH, \
-             so `ctxfold-foo` anywhere on $PATH is `ctxfold foo`.",
+             so `ctxfold-foo` anywhere on $PATH is `ctxfold foo`.\n\n\
+             Options before the command are the command's own, as git's are: `ctxfold --store DIR ls` \
+             is `ctxfold ls --store DIR` (the store becomes $CTXFOLD_STORE, for every program the \
+             command runs too); -q, -v, --no-pager and --color go to a command that takes them.",
         )
         .after_long_help(EXIT_STATUS)
-        .override_usage("ctxfold [--exec-path[=DIR]] <COMMAND> [<ARGS>]")
+        .override_usage(
+            "ctxfold [--exec-path[=DIR]] [--store DIR] [-q|-v] [--no-pager] [--color WHEN] <COMMAND> [<ARGS>]",
+        )
         .subcommand_value_name("COMMAND")
         .allow_external_subcommands(true)
         .external_subcommand_value_parser(clap::value_parser!(OsString))
@@ -131,7 +136,8 @@ pub fn dispatcher() -> clap::Command {
                 .long("help")
                 .action(ArgAction::SetTrue)
                 .help("List the commands; before a command, show its manual (as `ctxfold help`)"),
-        )
+        );
+    crate::cli::global::define(ctxfold)
 }
 
 /// [`dispatcher`] with every command of the registry as a subcommand: what `ctxfold.1` documents
