@@ -240,7 +240,7 @@ fn fold_removes_idle_sessions_leaves_active_ones_and_the_sessions_folder() {
         run.stderr
     );
 
-    let status = env.run("ctxfold", ["status"]).ok();
+    let status = env.run("ctxfold", ["status", "-v"]).ok();
     assert_eq!(
         status.stdout_text().matches("up to date").count(),
         2,
@@ -474,7 +474,7 @@ fn unsafe_ids_are_refused_and_the_rest_is_folded() {
     let run = env.run("ctxfold", ["fold", "--apply"]).fails(3);
     assert!(run.stderr.contains("../../evil"), "{}", run.stderr);
     assert!(evil.is_file());
-    let status = env.run("ctxfold", ["status"]).fails(3);
+    let status = env.run("ctxfold", ["status", "-v"]).fails(3);
     assert_eq!(
         status.stdout_text().matches("up to date").count(),
         claude.sessions.len()

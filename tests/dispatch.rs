@@ -295,8 +295,10 @@ fn options_before_the_command_are_the_commands_own() {
     assert!(shown.starts_with("\x1b["), "{shown}");
     // A command that has no such option is not refused it (as git's --no-pager).
     env.run("ctxfold", ["-q", "--no-pager", "version"]).ok();
-    env.run("ctxfold", ["-q", "-v", "ls"])
-        .fails(2)
-        .stderr
-        .contains("cannot be used with");
+    let both = env.run("ctxfold", ["-q", "-v", "ls"]).fails(2);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
 }

@@ -1345,7 +1345,7 @@ fn totals_say_folded_after_apply_and_paths_under_home_read_as_tilde() {
         applied.contains(&format!("total: {n} sessions: {n} folded (")),
         "{applied}"
     );
-    let status = env.run("ctxfold", ["status"]).ok().stdout_text();
+    let status = env.run("ctxfold", ["status", "-v"]).ok().stdout_text();
     let lines = applied.lines().filter(|l| !l.starts_with("total:"));
     for line in lines.chain(status.lines()) {
         assert!(line.contains(" ~/"), "{line}");

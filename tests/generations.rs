@@ -122,7 +122,10 @@ fn overwriting_a_changed_session_keeps_the_original_through_gc() {
     let status = json_lines(&env.run("ctxfold", ["status", "--json", path]).ok().stdout);
     assert_eq!(status[0]["state"], "up_to_date");
     assert_eq!(status[0]["generations"], 1);
-    let human = env.run("ctxfold", ["status", path]).ok().stdout_text();
+    let human = env
+        .run("ctxfold", ["status", "-v", path])
+        .ok()
+        .stdout_text();
     assert!(human.starts_with("up to date  "), "{human}");
 
     // Only an explicit prune removes it, and then its objects.

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::agents::{Homes, Titles};
 use crate::cli::human::{bytes, count, path};
-use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
 use crate::commands::{AgentArgs, LevelArgs, SettingsArgs, report_discovery};
 use crate::error::Result;
 use crate::fold::compare::State;
@@ -39,6 +39,8 @@ use crate::store::writer::WriteStats;
 /// between a dry run and --apply.
 /// --apply commits: every object is stored and synced, a reconstruction from the store is checked
 /// against the source's sha256 and size, and only then is the manifest written.
+/// Each session's line is printed as it is done, then the totals; with -q only the sessions that
+/// were (or would be) folded, refused or failed, or whose source went, and no totals.
 ///
 /// Each session is first compared with what the store holds of it, in the words of ctxfold status:
 /// new (not folded yet), up to date (the same sha256: nothing to do), grown (the folded bytes are a
@@ -214,7 +216,9 @@ impl Command for FoldArgs {
             not_started: discovery.sessions.len() as u64,
             ..Totals::default()
         };
-        // Each group's lines as it commits: an interrupted run has said what it committed.
+        // Each group's lines as it commits: an interrupted run has said what it committed. Under
+        // -q only what changed or failed: a store of hundreds of sessions is mostly up to date.
+        let quiet = io.verbosity() == Verbosity::Quiet && !self.json;
         let mut printed = Ok(());
         let read = || progress.inc(1);
         let stop = || interrupt.requested();
@@ -230,7 +234,7 @@ impl Command for FoldArgs {
                 for report in &reports {
                     totals.add(report);
                     status = status.worst(report.status);
-                    if printed.is_ok() {
+                    if printed.is_ok() && !(quiet && unchanged(report)) {
                         printed = progress.suspend(|| print_report(io.out, report, &self));
                     }
                     // Its line says so on stdout; a failure is said on stderr too, under -q as
@@ -268,7 +272,8 @@ impl Command for FoldArgs {
             match merged {
                 Ok(lines) => {
                     totals.seed_index_lines += lines.unwrap_or(0) as u64;
-                    if !self.json {
+                    let nothing = lines.is_none() || (self.apply && lines == Some(0));
+                    if !(self.json || quiet && nothing) {
                         let verb = match lines {
                             _ if !self.apply => "would merge".into(),
                             Some(lines) => format!("merged {lines} new lines"),
@@ -293,7 +298,9 @@ impl Command for FoldArgs {
         if let Some(merges) = &merges {
             merges.save(&store)?;
         }
-        totals.emit(io.out, &self)?;
+        if !quiet {
+            totals.emit(io.out, &self)?;
+        }
         if !self.json {
             if totals.needs_overwrite > 0 {
                 io.note(format_args!(
@@ -341,6 +348,12 @@ fn refuse_opaque(discovery: &mut Discovery) {
         }
         false
     });
+}
+
+/// Whether a session's fold changed nothing and failed at nothing: what -q does not print.
+fn unchanged(report: &Report) -> bool {
+    report.action == Action::UpToDate
+        && !matches!(report.source, Removal::Removed | Removal::WouldRemove)
 }
 
 /// A session's line on stdout, flushed: a person (or a script) watching sees each as it is done.

@@ -35,7 +35,8 @@ use crate::store::{Store, gc};
 /// which gc removes (listed only when no other ctxfold is writing the store: a running sync's
 /// staging is no leftover).
 ///
-/// The last line sums up. --json prints JSON Lines instead, every finding listed (unreferenced
+/// The last line sums up. With -q only the problems are printed (nothing for a sound store), and
+/// the exit status says the rest. --json prints JSON Lines instead, every finding listed (unreferenced
 /// objects too): `{"type":"bad_manifest","path":…,"why":…}`,
 /// `{"type":"missing_object","sha256":HEX,"manifest":PATH}`, `{"type":"corrupt_object","sha256":HEX,"why":…}`,
 /// `{"type":"bad_pack","what":…,"sessions":[ID…]}`, `{"type":"stray_file","path":…}`,
@@ -66,6 +67,8 @@ impl Command for FsckArgs {
         // Unreferenced objects are normal after an interrupted fold: one summary line, the list
         // with --verbose.
         let list_notes = self.json || io.verbosity() == Verbosity::Verbose;
+        // -q: the problems alone, as git's fsck says nothing of a sound repository.
+        let quiet = !self.json && io.verbosity() == Verbosity::Quiet;
         let json = self.json;
         let out = &mut *io.out;
         check(&store, self.full, &mut |finding| {
@@ -82,6 +85,9 @@ impl Command for FsckArgs {
                 false => emit(out, &finding),
             }
         })?;
+        if quiet {
+            return Ok(fsck_status(faults));
+        }
         let unplaced = unplaced_manifests(&store)?;
         for manifest in &unplaced {
             emit_either(
@@ -158,11 +164,14 @@ impl Command for FsckArgs {
                 "full": self.full,
             }),
         )?;
-        Ok(if faults == 0 {
-            Status::Success
-        } else {
-            Status::Corrupt
-        })
+        Ok(fsck_status(faults))
+    }
+}
+
+fn fsck_status(faults: u64) -> Status {
+    match faults {
+        0 => Status::Success,
+        _ => Status::Corrupt,
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::agents::Homes;
-use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
 use crate::commands::{AgentArgs, report_discovery};
 use crate::error::Result;
 use crate::fold::compare::{State, compare};
@@ -24,7 +24,8 @@ use crate::store::generations;
 /// version as a generation), or `changed` (changed other than by an append: fold refuses it
 /// unless --overwrite, which keeps the folded version as a generation). `ctxfold diff ID` shows
 /// how a grown or changed session differs from its folded version. A session with
-/// generations kept says how many (`ctxfold ls --generations` lists them). Reads every source that
+/// generations kept says how many (`ctxfold ls --generations` lists them). Sessions up to date are
+/// counted in one line, and listed with -v (--json lists every session). Reads every source that
 /// has a manifest; never writes.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-status", version, after_long_help = crate::cli::EXIT_STATUS)]
@@ -62,6 +63,9 @@ impl Command for StatusArgs {
         let store = Store::at(self.store.path()?);
         let mut status = report_discovery(io, &discovery);
         let mut changed = Vec::new();
+        // Without -v, up to date sessions are counted, not listed: they are most of a store.
+        let list_all = self.json || io.verbosity() == Verbosity::Verbose;
+        let mut up_to_date = 0u64;
         let results: Vec<_> = discovery
             .sessions
             .par_iter()
@@ -81,6 +85,10 @@ impl Command for StatusArgs {
             };
             if state == State::Changed {
                 changed.push(found.session.id.clone());
+            }
+            if state == State::UpToDate && !list_all {
+                up_to_date += 1;
+                continue;
             }
             let line = Line {
                 id: &found.session.id,
@@ -108,6 +116,13 @@ impl Command for StatusArgs {
                     ),
                 )?;
             }
+        }
+        if up_to_date > 0 && io.verbosity() != Verbosity::Quiet {
+            let sessions = crate::cli::human::count(up_to_date, "session");
+            emit(
+                io.out,
+                format_args!("{sessions} up to date (-v lists them)"),
+            )?;
         }
         if let [first, ..] = changed.as_slice() {
             io.note(format_args!(
