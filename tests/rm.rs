@@ -117,3 +117,42 @@ fn rm_takes_every_version_of_a_session_out_and_gc_its_objects() {
         .fails(2)
         .one_line_error("unsafe session id");
 }
+
+/// As git warns before it drops the last reference to commits: a session whose source is gone has
+/// its only copy here.
+#[test]
+fn rm_warns_when_the_store_holds_the_only_copy() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    let mut active = homes.active();
+    let (gone, kept) = (active.next().unwrap(), active.next().unwrap());
+    fs::remove_file(&gone.path).unwrap();
+
+    let dry = env.run("ctxfold", ["rm", &gone.id, &kept.id]).ok();
+    let warned: Vec<&str> = dry
+        .stderr
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", dry.stderr);
+    assert!(warned[0].contains(&gone.id), "{}", dry.stderr);
+    assert!(
+        warned[0].contains("is gone: the store holds its only copy")
+            && warned[0].contains(&format!("ctxfold restore {}", gone.id)),
+        "{}",
+        dry.stderr
+    );
+
+    let applied = env.run("ctxfold", ["rm", "--apply", "--json", &gone.id, &kept.id]);
+    let applied = applied.ok();
+    assert!(
+        applied.stderr.contains("was gone: that was its only copy")
+            && applied.stderr.contains("ctxfold sync"),
+        "{}",
+        applied.stderr
+    );
+    let lines = json_lines(&applied.stdout);
+    assert_eq!(lines[0]["source_gone"], true);
+    assert_eq!(lines[1]["source_gone"], false);
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{IoContext, Result};
+use crate::history::named::file_of;
 use crate::seeds::catalog::Catalog;
 use crate::seeds::index;
 use crate::store::atomic::sync_parent;
@@ -24,6 +25,9 @@ use crate::store::{Store, entry_names, remove_if_present};
 /// shares become unreferenced, and `ctxfold gc --apply` removes them once they are older than its
 /// grace period (`--prune=now`: at once). Source files are never touched. A store that syncs gets
 /// a session back from a remote that still holds it: remove it there too.
+///
+/// A session whose source file is gone (a fold with --remove-source removed it) has its only copy
+/// on this machine in the store: rm warns of each, and `--json` says `"source_gone":true`.
 ///
 /// A SESSION the store holds nothing of is reported on stderr and the others are still removed;
 /// the status is then 1.
@@ -97,6 +101,21 @@ impl Command for RmArgs {
         }
         for id in &ids {
             let held = held(&store, &catalog, id)?;
+            let gone = gone_source(&held);
+            if let Some(source) = &gone {
+                let source = crate::cli::human::path(source);
+                match self.apply {
+                    true => io.warn(format_args!(
+                        "{id}: its source {source} was gone: that was its only copy on this \
+                         machine (a remote the store synced it to still holds it: `ctxfold sync` \
+                         brings it back)"
+                    )),
+                    false => io.warn(format_args!(
+                        "{id}: its source {source} is gone: the store holds its only copy \
+                         (`ctxfold restore {id}` puts it back first)"
+                    )),
+                }
+            }
             if self.apply {
                 remove(&store, id, &held)?;
                 removed += 1;
@@ -109,6 +128,7 @@ impl Command for RmArgs {
                     "generations": held.generations.len(),
                     "conflicts": held.conflicts.len(),
                     "seed_index": held.seed_index(),
+                    "source_gone": gone.is_some(),
                 });
                 emit(io.out, line)?;
             } else {
@@ -128,6 +148,16 @@ impl Command for RmArgs {
             );
         }
         Ok(status)
+    }
+}
+
+/// The source the session was folded from, when it is no longer there (nor compressed beside):
+/// the store's copy is then the only one. `None` when there is no manifest to say where it was.
+fn gone_source(held: &Held) -> Option<PathBuf> {
+    let manifest = Store::load_manifest_file(held.manifest.as_ref()?).ok()?;
+    match file_of(&manifest) {
+        Some(_) => None,
+        None => Some(PathBuf::from(manifest.session.rollout_path)),
     }
 }
 
