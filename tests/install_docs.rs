@@ -100,6 +100,7 @@ fn the_readme_line_installs_every_man_page_and_completion_script() {
             assert_eq!(fs::read(&path).ok(), Some(script), "{}", path.display());
         }
     }
+    assert_eq!(modes(&share), (vec![0o755], vec![0o644]), "for every user");
     // `~/.local/bin` is not on this PATH, so man would not look in ~/.local/share/man: say so.
     assert!(
         run.stderr.contains("export MANPATH="),
@@ -179,6 +180,29 @@ fn a_prefix_installs_under_its_share_folder_for_packagers() {
     }
     // Nothing went to the user's own folders.
     assert!(!env.home.join(".local").exists());
+    // For every user: the folders it made 0755, whatever the umask, and the files 0644.
+    assert_eq!(modes(&env.path("pkg")), (vec![0o755], vec![0o644]));
+}
+
+/// The distinct modes of the folders and of the files under `root`, `root` included.
+fn modes(root: &Path) -> (Vec<u32>, Vec<u32>) {
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = fs::metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o777;
+        if meta.is_dir() {
+            dirs.push(mode);
+            todo.extend(fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            files.push(mode);
+        }
+    }
+    for modes in [&mut dirs, &mut files] {
+        modes.sort();
+        modes.dedup();
+    }
+    (dirs, files)
 }
 
 #[test]

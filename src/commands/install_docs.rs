@@ -24,7 +24,8 @@ use crate::store::atomic::Pending;
 /// $MANPATH; zsh finds DATA/zsh/site-functions when it is on $fpath, as /usr/local/share/zsh/
 /// site-functions is by default (for the per-user one, add `fpath=(~/.local/share/zsh/site-functions
 /// $fpath)` before compinit in ~/.zshrc). A note says so when it looks needed. Files are replaced
-/// atomically and are readable by all (0644); run it again after upgrading ctxfold.
+/// atomically and are readable by all (0644), and the folders it creates too (0755), whatever the
+/// umask; run it again after upgrading ctxfold.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-install-docs", version, after_long_help = EXIT_STATUS)]
 pub struct InstallDocsArgs {
@@ -76,7 +77,7 @@ impl Command for InstallDocsArgs {
 
 /// Write `files` into `dir`, each atomically and readable by all.
 fn install(io: &mut Io<'_>, what: &str, dir: &Path, files: Vec<(String, Vec<u8>)>) -> Result<()> {
-    fs::create_dir_all(dir).with_path("create", dir)?;
+    create_shared_dir(dir)?;
     for (name, bytes) in &files {
         let target = dir.join(name);
         let mut pending = Pending::new_in(dir, ".ctxfold-")?;
@@ -93,6 +94,21 @@ fn install(io: &mut Io<'_>, what: &str, dir: &Path, files: Vec<(String, Vec<u8>)
         files.len(),
         dir.display()
     ));
+    Ok(())
+}
+
+/// Create `dir` and its missing parents readable by all (0755), whatever the umask, which every
+/// command narrows to 0077 for the store's sake: the store is private, documentation is for every
+/// user. Folders that exist are left as they are.
+fn create_shared_dir(dir: &Path) -> Result<()> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
+    for dir in missing.into_iter().rev() {
+        match fs::create_dir(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            created => created.with_path("create", dir)?,
+        }
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).with_path("chmod", dir)?;
+    }
     Ok(())
 }
 
