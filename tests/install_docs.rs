@@ -38,12 +38,12 @@ fn fake_cargo(env: &Env) -> PathBuf {
             .map(|s| s.invocation()),
     );
     let mut script = String::from(
-        "#!/bin/sh\n[ \"$*\" = 'install --locked --path .' ] || { echo \"unexpected: cargo $*\" >&2; exit 9; }\n\
-         mkdir -p \"$HOME/.cargo/bin\"\n",
+        "#!/bin/sh\n[ \"$*\" = \"install --locked --path . --root $HOME/.local\" ] || { echo \"unexpected: cargo $*\" >&2; exit 9; }\n\
+         mkdir -p \"$HOME/.local/bin\"\n",
     );
     for program in programs {
         script.push_str(&format!(
-            "ln -sf '{}' \"$HOME/.cargo/bin/\"\n",
+            "ln -sf '{}' \"$HOME/.local/bin/\"\n",
             common::bin_dir().join(program).display()
         ));
     }
@@ -53,13 +53,17 @@ fn fake_cargo(env: &Env) -> PathBuf {
     bin
 }
 
-/// A fresh home where the README's line has run, `~/.cargo/bin` on `$PATH` as rustup puts it.
-fn installed() -> (Env, Run) {
+/// A fresh home where the README's line has run; `~/.local/bin` on `$PATH` when `local_bin`, as
+/// systemd's file hierarchy, Fedora's ~/.bashrc and Debian's ~/.profile (once it exists) put it.
+fn installed_with(local_bin: bool) -> (Env, Run) {
     let mut env = Env::new();
     let cargo = fake_cargo(&env);
     let path = format!(
-        "{}:{}:/usr/bin:/bin",
-        env.home.join(".cargo/bin").display(),
+        "{}{}:/usr/bin:/bin",
+        match local_bin {
+            true => format!("{}:", env.home.join(".local/bin").display()),
+            false => String::new(),
+        },
         cargo.display()
     );
     env.set("PATH", path);
@@ -70,6 +74,10 @@ fn installed() -> (Env, Run) {
         .env_remove("CTXFOLD_EXEC_PATH");
     let run = Env::output(line, b"").ok();
     (env, run)
+}
+
+fn installed() -> (Env, Run) {
+    installed_with(true)
 }
 
 fn share(env: &Env) -> PathBuf {
@@ -101,10 +109,13 @@ fn the_readme_line_installs_every_man_page_and_completion_script() {
         }
     }
     assert_eq!(modes(&share), (vec![0o755], vec![0o644]), "for every user");
-    // `~/.local/bin` is not on this PATH, so man would not look in ~/.local/share/man: say so.
+    // man finds the pages through ~/.local/bin on PATH: nothing to add.
+    assert!(!run.stderr.contains("export"), "{}", run.stderr);
+    // Where ~/.local/bin is not on PATH yet, man would not look in ~/.local/share/man: say so.
+    let (_, run) = installed_with(false);
     assert!(
-        run.stderr.contains("export MANPATH="),
-        "no MANPATH hint: {}",
+        run.stderr.contains("export PATH=") && run.stderr.contains("/.local/bin:$PATH"),
+        "no PATH hint: {}",
         run.stderr
     );
 }
@@ -130,8 +141,8 @@ fn man_finds_the_installed_pages_and_reads_them_as_roff() {
         .env("MANPATH", format!("{}:", man_dir.display()));
     let found = Env::output(found, b"").ok();
     assert_eq!(found.stdout_text().trim(), page.display().to_string());
-    // man-db also finds `<dir>/../share/man` of each $PATH entry: ~/.local/bin on PATH is enough.
-    fs::create_dir_all(env.home.join(".local/bin")).unwrap();
+    // man-db also finds `<dir>/../share/man` of each $PATH entry: ~/.local/bin, where the README's
+    // line installs the binaries, on PATH is enough.
     let mut found = env.command_for(&man);
     found.args(["-w", "ctxfold-fold"]).env(
         "PATH",
@@ -219,4 +230,18 @@ fn quiet_says_nothing_and_verbose_names_every_file() {
         "{}",
         verbose.stderr
     );
+}
+
+/// What `cargo install` builds: release binaries without debug info (with it, each was ~100 MB).
+#[test]
+fn release_binaries_carry_no_debug_info() {
+    let manifest = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .expect("Cargo.toml");
+    let release = manifest
+        .split("\n[")
+        .find(|section| section.starts_with("profile.release]"))
+        .expect("a [profile.release] section");
+    let settings: Vec<&str> = release.lines().skip(1).map(str::trim).collect();
+    assert!(settings.contains(&"debug = false"), "{release}");
+    assert!(settings.contains(&"strip = \"debuginfo\""), "{release}");
 }

@@ -66,7 +66,7 @@ impl Command for InstallDocsArgs {
         }
         if !man_looks_in(&data) {
             io.note(format_args!(
-                "man looks in {0}/man when {1} is on $PATH or {0}/man on $MANPATH: add `export MANPATH={0}/man:` to your shell's start-up file",
+                "man looks in {0}/man when {1} is on $PATH or {0}/man on $MANPATH: add `export PATH={1}:$PATH` (or `export MANPATH={0}/man:`) to your shell's start-up file",
                 data.display(),
                 data.with_file_name("bin").display()
             ));
