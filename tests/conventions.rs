@@ -124,3 +124,28 @@ fn remote_alone_lists_names_and_verbose_adds_urls() {
         urls
     );
 }
+
+/// The README's command tables name every command of the registry (`ctxfold-<name>` for plumbing,
+/// `ctxfold <name>` for porcelain).
+#[test]
+fn the_readme_tables_name_every_command() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let commands = &readme[readme.find("## Commands").expect("a Commands section")..];
+    let rows: Vec<&str> = commands.lines().filter(|l| l.starts_with("| `")).collect();
+    let missing: Vec<String> = registry()
+        .iter()
+        .map(|spec| spec.invocation())
+        .filter(|invocation| {
+            let name = invocation.rsplit([' ', '-']).next().unwrap();
+            !rows.iter().any(|row| {
+                let cell = row.split('|').nth(1).unwrap_or_default();
+                cell.contains(&format!("`{invocation}")) || cell.contains(&format!(" `{name}`"))
+            })
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in the README's tables: {missing:?}"
+    );
+}
