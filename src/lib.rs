@@ -16,6 +16,7 @@ pub mod input;
 pub mod interrupt;
 pub mod ledger;
 pub mod mirror;
+pub mod mount;
 pub mod odb;
 pub mod pipeline;
 pub mod restore;

@@ -18,6 +18,7 @@ pub mod list_sessions;
 pub mod log;
 pub mod ls;
 pub mod mirror;
+pub mod mount;
 pub mod read_seeds;
 pub mod recall;
 pub mod remote;
@@ -72,6 +73,8 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<repack::RepackArgs>(Level::Porcelain),
         Spec::of::<unpack::UnpackArgs>(Level::Porcelain),
         Spec::of::<rm::RmArgs>(Level::Porcelain),
+        Spec::of::<mount::MountArgs>(Level::Porcelain),
+        Spec::of::<mount::UnmountArgs>(Level::Porcelain),
         Spec::of::<remote::RemoteArgs>(Level::Porcelain),
         Spec::of::<sync::SyncArgs>(Level::Porcelain),
         Spec::of::<sync::CloneArgs>(Level::Porcelain),

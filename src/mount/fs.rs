@@ -1,0 +1,206 @@
+//! The FUSE side of a mount: the kernel's requests answered from the [`Tree`] (lookups, `stat`,
+//! listings) and from [`Opened`] sessions (reads). Read-only: a write, or an open for one, is
+//! `EROFS`. A read that meets a damaged object or a session whose whole does not hash to its
+//! manifest's sha256 is `EIO`, never wrong bytes, and is logged with the session it hit and why
+//! (the store's error names the pack and block).
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
+    OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
+    ReplyOpen, Request,
+};
+
+use super::session::{Cache, Opened};
+use super::tree::{Ino, Kind, Tree};
+use crate::store::Store;
+
+/// How long the kernel may keep what it was told: the tree does not change while mounted.
+const TTL: Duration = Duration::from_secs(60);
+
+/// Decoded parts kept for reads: a few packs' blocks' worth.
+const CACHE_BYTES: usize = 32 << 20;
+
+pub struct SessionsFs {
+    store: Store,
+    tree: Tree,
+    cache: Cache,
+    open: Mutex<HashMap<u64, Arc<Opened>>>,
+    next_handle: AtomicU64,
+    uid: u32,
+    gid: u32,
+}
+
+impl SessionsFs {
+    pub fn new(store: Store, tree: Tree) -> Self {
+        Self {
+            store,
+            tree,
+            cache: Cache::new(CACHE_BYTES),
+            open: Mutex::default(),
+            next_handle: AtomicU64::new(1),
+            uid: rustix::process::geteuid().as_raw(),
+            gid: rustix::process::getegid().as_raw(),
+        }
+    }
+
+    fn attr(&self, ino: Ino) -> Option<FileAttr> {
+        let node = self.tree.node(ino)?;
+        let (kind, size, mtime, perm, nlink) = match &node.kind {
+            Kind::Dir(_) => (FileType::Directory, 0, self.tree.built, 0o555, 2),
+            Kind::File(file) => (FileType::RegularFile, file.size, file.mtime, 0o444, 1),
+        };
+        Some(FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: mtime,
+            mtime,
+            ctime: mtime,
+            crtime: mtime,
+            kind,
+            perm,
+            nlink,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            flags: 0,
+            blksize: 4096,
+        })
+    }
+
+    fn handle(&self, fh: FileHandle) -> Option<Arc<Opened>> {
+        self.lock().get(&fh.0).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Opened>>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What the daemon says of a read it refused: on its stderr, where `ctxfold mount` runs.
+fn log(what: impl std::fmt::Display) {
+    eprintln!("ctxfold mount: error: {what}");
+}
+
+impl Filesystem for SessionsFs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self
+            .tree
+            .child(parent.0, name)
+            .and_then(|ino| self.attr(ino))
+        {
+            Some(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.attr(ino.0) {
+            Some(attr) => reply.attr(&TTL, &attr),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if flags.acc_mode() != OpenAccMode::O_RDONLY {
+            return reply.error(Errno::EROFS);
+        }
+        let Some(Kind::File(file)) = self.tree.node(ino.0).map(|n| &n.kind) else {
+            return reply.error(Errno::EISDIR);
+        };
+        match Opened::open(&self.store, &file.manifest) {
+            Ok(opened) => {
+                let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+                self.lock().insert(fh, Arc::new(opened));
+                // The bytes never change: what the kernel cached of them stays good.
+                reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE);
+            }
+            Err(e) => {
+                log(format_args!("open {}: {e}", file.manifest.display()));
+                reply.error(Errno::EIO);
+            }
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Some(opened) = self.handle(fh) else {
+            return reply.error(Errno::EBADF);
+        };
+        match opened.read_at(&self.store, &self.cache, offset, size) {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => {
+                log(format_args!(
+                    "session {}: read of {size} bytes at {offset}: {e}",
+                    opened.id()
+                ));
+                reply.error(Errno::EIO);
+            }
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.lock().remove(&fh.0);
+        reply.ok();
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let Some(node) = self.tree.node(ino.0) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let Kind::Dir(children) = &node.kind else {
+            return reply.error(Errno::ENOTDIR);
+        };
+        let dots = [
+            (ino.0, FileType::Directory, OsStr::new(".")),
+            (node.parent, FileType::Directory, OsStr::new("..")),
+        ];
+        let entries = dots
+            .into_iter()
+            .chain(children.iter().map(|(name, &child)| {
+                let kind = match self.tree.node(child).map(|n| &n.kind) {
+                    Some(Kind::Dir(_)) => FileType::Directory,
+                    _ => FileType::RegularFile,
+                };
+                (child, kind, name.as_os_str())
+            }));
+        for (at, (child, kind, name)) in entries.enumerate().skip(offset as usize) {
+            // The offset the kernel gives back to go on after this entry.
+            if reply.add(INodeNo(child), at as u64 + 1, kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}
