@@ -140,7 +140,9 @@ fn the_readme_tables_name_every_command() {
             let name = invocation.rsplit([' ', '-']).next().unwrap();
             !rows.iter().any(|row| {
                 let cell = row.split('|').nth(1).unwrap_or_default();
-                cell.contains(&format!("`{invocation}")) || cell.contains(&format!(" `{name}`"))
+                cell.contains(&format!("`{invocation}"))
+                    || cell.contains(&format!(" `{name}`"))
+                    || cell.contains(&format!(" `{name} "))
             })
         })
         .collect();
