@@ -151,3 +151,17 @@ fn the_readme_tables_name_every_command() {
         "not in the README's tables: {missing:?}"
     );
 }
+
+/// As git: adding a remote whose name is taken is refused (3, not a system failure), and
+/// `remote rm` is `remote remove`.
+#[test]
+fn remote_add_of_a_taken_name_is_refused_and_rm_removes() {
+    let (env, _) = world();
+    env.run("ctxfold", ["remote", "add", "origin", "/srv/a.git"])
+        .ok();
+    env.run("ctxfold", ["remote", "add", "origin", "/srv/b.git"])
+        .fails(3)
+        .one_line_error("remote \"origin\" exists already (/srv/a.git)");
+    env.run("ctxfold", ["remote", "rm", "origin"]).ok();
+    assert_eq!(env.run("ctxfold", ["remote"]).ok().stdout_text(), "");
+}

@@ -38,7 +38,8 @@ pub enum Action {
         /// Any URL or path git can fetch from and push to
         url: String,
     },
-    /// Remove a remote
+    /// Remove a remote (alias: rm, as git's)
+    #[command(alias = "rm")]
     Remove {
         /// Its name
         name: String,
@@ -59,7 +60,18 @@ impl Command for RemoteArgs {
             None if self.talk.verbose => Listing::Urls,
             None => Listing::Names,
             Some(Action::Add { name, url }) => {
-                git::remote_add(self.mirror()?.git_dir(), name, url)?;
+                let mirror = self.mirror()?;
+                // Refused as git refuses it, before git's own failure says "system failure".
+                if let Some(taken) = git::remotes(mirror.git_dir())?
+                    .iter()
+                    .find(|r| &r.name == name)
+                {
+                    return Err(Error::refused(format!(
+                        "remote {name:?} exists already ({}): `ctxfold remote remove {name}` first",
+                        taken.url
+                    )));
+                }
+                git::remote_add(mirror.git_dir(), name, url)?;
                 return Ok(Status::Success);
             }
             Some(Action::Remove { name }) => {
