@@ -7,11 +7,10 @@ mod common;
 mod homes;
 
 use std::fs;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, ChildStderr, Stdio};
 
 use common::Env;
 use homes::{Homes, json_lines};
@@ -20,9 +19,14 @@ use homes::{Homes, json_lines};
 struct Mount {
     dir: PathBuf,
     child: Child,
+    stderr: BufReader<ChildStderr>,
+    /// What it said on stderr so far.
+    said: String,
 }
 
 impl Mount {
+    /// Start one and wait until it says it is mounted (a folder's listing may come from the
+    /// kernel's cache of an earlier mount there: no sign).
     fn start(env: &Env, dir: &Path) -> Self {
         assert!(
             Path::new("/dev/fuse").exists(),
@@ -33,7 +37,7 @@ impl Mount {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => panic!("{e}"),
             _ => {}
         }
-        let child = env
+        let mut child = env
             .command("ctxfold")
             .args(["mount", dir.to_str().unwrap()])
             .stdin(Stdio::null())
@@ -41,44 +45,32 @@ impl Mount {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut mount = Self {
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        while !said.contains(" sessions at ") && !said.contains(" session at ") {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                let status = child.wait().unwrap();
+                panic!("the mount ended ({status}): {said}");
+            }
+            said.push_str(&line);
+        }
+        Self {
             dir: dir.to_path_buf(),
             child,
-        };
-        let begun = Instant::now();
-        while !dir.join("by-id").is_dir() {
-            if let Some(status) = mount.child.try_wait().unwrap() {
-                let mut stderr = String::new();
-                let _ = mount
-                    .child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut stderr);
-                panic!("the mount ended ({status}): {stderr}");
-            }
-            assert!(
-                begun.elapsed() < Duration::from_secs(30),
-                "the mount never answered"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+            stderr,
+            said,
         }
-        mount
     }
 
-    /// Stop it as Ctrl-C does; its status and what it said on stderr.
+    /// Stop it as Ctrl-C does; its status and all it said on stderr.
     fn stop(mut self) -> (Option<i32>, String) {
         let pid = rustix::process::Pid::from_child(&self.child);
         rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-        let mut stderr = String::new();
-        self.child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
+        let mut rest = String::new();
+        self.stderr.read_to_string(&mut rest).unwrap();
         let status = self.child.wait().unwrap();
-        (status.code(), stderr)
+        (status.code(), format!("{}{rest}", self.said))
     }
 }
 
@@ -179,9 +171,22 @@ fn the_store_is_a_read_only_tree_of_every_session_by_id_and_where_its_agent_keep
     assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
     assert!(fs::remove_file(&file).is_err() && file.exists());
 
+    // ls, status and fsck say where the store is mounted.
+    for command in [["ls"], ["status"], ["fsck"]] {
+        let run = env.run("ctxfold", command).ok();
+        assert!(
+            run.stderr
+                .contains(&format!("mounted at {}", dir.display())),
+            "{command:?}: {}",
+            run.stderr
+        );
+    }
+
     let (code, stderr) = mount.stop();
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("mounted 6 sessions at"), "{stderr}");
+    let run = env.run("ctxfold", ["ls"]).ok();
+    assert!(!run.stderr.contains("mounted at"), "{}", run.stderr);
     assert!(!mounted(&dir), "still mounted after Ctrl-C");
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
 }

@@ -164,6 +164,7 @@ impl Command for FsckArgs {
                 "full": self.full,
             }),
         )?;
+        crate::commands::mount::note_mounts(io, &store);
         Ok(fsck_status(faults))
     }
 }

@@ -167,6 +167,7 @@ impl Command for LsArgs {
                 }
             }
         }
+        crate::commands::mount::note_mounts(io, &store);
         Ok(if bad == 0 {
             Status::Success
         } else {

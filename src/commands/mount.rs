@@ -85,6 +85,17 @@ impl Command for MountArgs {
     }
 }
 
+/// Say where `store` is mounted, if it is (ls, status and fsck do).
+pub fn note_mounts(io: &mut Io<'_>, store: &crate::store::Store) {
+    for mounted in mount::mounts_of(store) {
+        io.note(format_args!(
+            "mounted at {} ('ctxfold unmount {}' stops it)",
+            path(&mounted.dir),
+            path(&mounted.dir)
+        ));
+    }
+}
+
 /// Unmount a `ctxfold mount`, or clear one whose daemon was killed
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-unmount", version, after_long_help = crate::cli::EXIT_STATUS)]

@@ -131,6 +131,7 @@ impl Command for StatusArgs {
                 changed.len()
             ));
         }
+        crate::commands::mount::note_mounts(io, &store);
         Ok(status)
     }
 }
