@@ -24,8 +24,9 @@ const OPEN_FILES_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// the newest, as `restore ID@N`); DIR/codex/, DIR/pi/ and DIR/claude/ lay the sessions out as each
 /// agent's home does (sessions/YYYY/MM/DD/rollout-….jsonl and archived_sessions/ under Codex's,
 /// sessions/--<cwd>--/<time>_<id>.jsonl under Pi's, projects/<project>/<id>.jsonl under Claude
-/// Code's), each at the place `ctxfold restore` computes for it, so that an agent pointed there
-/// (`CODEX_HOME=DIR/codex codex resume`) finds them. A session restore will not place without --to
+/// Code's), each at the place `ctxfold restore` computes for it, as an agent's picker would look
+/// for them (an agent itself writes to its home: this mount is read-only). A session restore will
+/// not place without --to
 /// is under by-id/ only. Sizes are the sessions' own; a file's mtime is the one fold saw, else its
 /// manifest's.
 ///

@@ -1,6 +1,6 @@
 //! `ctxfold mount`: the store's sessions as a read-only filesystem (FUSE), as `restic mount` shows
 //! snapshots: every folded session at `by-id/`, and under `codex/`, `pi/` and `claude/` at the
-//! place its agent keeps it, so that an agent pointed there (`CODEX_HOME=DIR/codex`) lists them.
+//! place its agent keeps it, as an agent's picker looks for them.
 //!
 //! [`tree`] is what is shown, built once from the manifests; [`session`] reads a session by
 //! offset from its objects, checked; [`fs`] answers the kernel. Not for writing: nothing through a
