@@ -256,3 +256,16 @@ fn the_pager_and_colours_are_only_for_a_terminal() {
         "an empty CTXFOLD_PAGER is no pager: {unset}"
     );
 }
+
+#[test]
+fn help_names_the_three_agent_homes() {
+    let help = Env::new()
+        .run("ctxfold", ["log", "--help"])
+        .ok()
+        .stdout_text();
+    let words = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("($CODEX_HOME, $PI_CODING_AGENT_DIR, $CLAUDE_CONFIG_DIR)"),
+        "{help}"
+    );
+}

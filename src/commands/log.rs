@@ -21,7 +21,7 @@ const SHORT_ID: usize = 8;
 /// List sessions newest first: when, agent, id, size, project folder, title
 ///
 /// Every session folded in the store (those whose source file is gone included) and every session
-/// found on disk under the agents' homes ($CODEX_HOME, $PI_CODING_AGENT_DIR), each once, newest
+/// found on disk under the agents' homes ($CODEX_HOME, $PI_CODING_AGENT_DIR, $CLAUDE_CONFIG_DIR), each once, newest
 /// first by its last activity (the timestamp of its last line that has one, UTC). Each line says
 /// where the session is: `folded` (in the store, and the same on disk), `stored` (only in the
 /// store: its source is gone), `grown` (appended to on disk since it was folded), `changed`
