@@ -432,7 +432,7 @@ fn read_seeds_gives_of_a_store_session_what_it_gives_of_a_file_of_its_lines() {
     assert!(!both.stdout_text().contains(r#""at":"replaced""#));
     env.run("ctxfold-read-seeds", [extra, "--session", "elsewhere"])
         .fails(1)
-        .one_line_error("elsewhere: no seed index in the store");
+        .one_line_error("no folded session \"elsewhere\"");
 }
 
 #[test]
