@@ -17,22 +17,10 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use common::Env;
+use common::{Env, Rng};
 use homes::json_lines;
-
-/// xorshift64*: enough randomness to pick moments, and a seed to replay a run.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
 
 /// A session as the trials know it: where its source is and every version it has had.
 struct Session {
@@ -101,7 +89,7 @@ impl World {
         Self {
             env,
             sessions,
-            rng: Rng(seed | 1),
+            rng: Rng::new(seed),
             losses: Vec::new(),
         }
     }
@@ -300,19 +288,8 @@ fn leftovers(target: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn nothing_is_lost_when_commands_are_killed_at_random_moments() {
-    let trials: u64 = std::env::var("CTXFOLD_FAULT_TRIALS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
-    let seed = std::env::var("CTXFOLD_FAULT_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let trials = common::setting("CTXFOLD_FAULT_TRIALS", 16);
+    let seed = common::seed("CTXFOLD_FAULT_SEED");
     let mut world = World::new(seed);
     let ops = [
         Op::Fold,

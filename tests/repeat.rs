@@ -12,9 +12,8 @@ mod homes;
 use std::collections::HashMap;
 use std::fs;
 use std::process::{Command, Stdio};
-use std::time::SystemTime;
 
-use common::Env;
+use common::{Env, Rng};
 use homes::json_lines;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,18 +44,6 @@ const OPS: [Op; 11] = [
     Op::RmOther,
     Op::RestoreAll,
 ];
-
-/// xorshift64*, seeded: a failing order can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
 
 struct World {
     env: Env,
@@ -98,7 +85,7 @@ impl World {
             env,
             sources,
             ids,
-            rng: Rng(seed | 1),
+            rng: Rng::new(seed),
             copies: 0,
             steps: Vec::new(),
         }
@@ -191,20 +178,8 @@ impl World {
 
 #[test]
 fn every_mutating_command_is_safe_to_repeat_in_any_order() {
-    let steps: u64 = std::env::var("CTXFOLD_REPEAT_STEPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    let seed = std::env::var("CTXFOLD_REPEAT_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("repeat seed {seed}");
+    let steps = common::setting("CTXFOLD_REPEAT_STEPS", 24);
+    let seed = common::seed("CTXFOLD_REPEAT_SEED");
     let mut world = World::new(seed);
     // Each command three times running, on the store the one before it left: packed, unpacked,
     // packed aggressively, and back.

@@ -101,6 +101,15 @@ impl World {
         self.ctxfold(store, &["sync"]).ok().stdout_text()
     }
 
+    /// `store` with one session, synced once with the remote as `origin`.
+    fn synced_once(&self, store: &Path) {
+        self.fold(store, "s1", &fixture(own::CODEX_SHELL_CRLF));
+        let remote = self.remote.to_str().unwrap();
+        self.ctxfold(store, &["remote", "add", "origin", remote])
+            .ok();
+        self.sync(store);
+    }
+
     /// The session restored from `store`, verified.
     fn restored(&self, store: &Path, id: &str) -> Vec<u8> {
         let to = self.env.path(&format!(
@@ -940,10 +949,7 @@ fn a_remote_dictionary_with_the_zstd_id_of_another_is_refused_and_nothing_is_app
 fn a_sync_after_a_killed_one_waits_for_the_git_it_left_running() {
     let w = World::new();
     let a = &w.a;
-    w.fold(a, "s1", &fixture(own::CODEX_SHELL_CRLF));
-    w.ctxfold(a, &["remote", "add", "origin", w.remote.to_str().unwrap()])
-        .ok();
-    w.sync(a);
+    w.synced_once(a);
     let (started, done) = (w.env.path("push-started"), w.env.path("push-done"));
     let receive = w.write(
         "slow-receive-pack",
@@ -1013,10 +1019,7 @@ fn a_sync_after_a_killed_one_waits_for_the_git_it_left_running() {
 fn a_lock_file_a_killed_git_left_in_the_mirror_does_not_fail_the_next_sync() {
     let w = World::new();
     let a = &w.a;
-    w.fold(a, "s1", &fixture(own::CODEX_SHELL_CRLF));
-    w.ctxfold(a, &["remote", "add", "origin", w.remote.to_str().unwrap()])
-        .ok();
-    w.sync(a);
+    w.synced_once(a);
     let mirror = a.join("mirror.git");
     for lock in ["refs/remotes/origin/ctxfold.lock", "packed-refs.lock"] {
         fs::write(mirror.join(lock), b"").unwrap();

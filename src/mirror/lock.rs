@@ -12,7 +12,7 @@
 //! in the mirror. Once the lock is held no git of ours runs there, so the next sync removes them.
 //! The mirror is ctxfold's: a git run by hand in it while a sync starts is not provided for.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ impl MirrorLock {
         // dup(2) clears close-on-exec on the copy.
         let inherited =
             rustix::io::dup(&folder).map_err(|e| Error::io("lock", git_dir, e.into()))?;
-        for stale in stale_git_locks(git_dir)? {
+        for stale in stale_git_locks(git_dir) {
             crate::store::remove_if_present(&stale)?;
         }
         Ok(Self {
@@ -56,36 +56,25 @@ impl MirrorLock {
 
 /// The lock files git takes in a repository: on refs (loose, packed, HEAD), its config, its
 /// shallow file and its index.
-fn stale_git_locks(git_dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut found: Vec<PathBuf> = ["HEAD", "packed-refs", "config", "shallow", "index"]
+fn stale_git_locks(git_dir: &Path) -> Vec<PathBuf> {
+    let top = ["HEAD", "packed-refs", "config", "shallow", "index"]
         .iter()
-        .map(|name| git_dir.join(format!("{name}.lock")))
-        .filter(|path| path.is_file())
-        .collect();
-    let mut dirs = vec![git_dir.join("refs")];
-    while let Some(dir) = dirs.pop() {
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e).with_path("list", &dir),
-        };
-        for entry in entries {
-            let entry = entry.with_path("list", &dir)?;
-            let kind = entry.file_type().with_path("stat", &entry.path())?;
-            if kind.is_dir() {
-                dirs.push(entry.path());
-            } else if entry.file_name().to_string_lossy().ends_with(".lock") {
-                found.push(entry.path());
-            }
-        }
-    }
+        .map(|name| git_dir.join(format!("{name}.lock")));
+    let refs = ignore::WalkBuilder::new(git_dir.join("refs"))
+        .standard_filters(false)
+        .build()
+        .flatten()
+        .map(|entry| entry.into_path())
+        .filter(|path| path.extension().is_some_and(|e| e == "lock"));
+    let mut found: Vec<PathBuf> = top.chain(refs).filter(|path| path.is_file()).collect();
     found.sort();
-    Ok(found)
+    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::process::Command;
 
     #[test]
