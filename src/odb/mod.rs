@@ -11,8 +11,9 @@
 //! find them, is [`dictionaries`]' job; zstd itself is [`codec`]'s.
 //!
 //! Removal keeps one rule, whoever removes (repack, gc, unpack, a sync's staging): a pack or a loose
-//! file goes only through [`Odb::retire_pack`] or [`Odb::retire_loose`], which remove it only once
-//! every object in it that the operation keeps is found in another file of the store. An
+//! file goes only through [`Odb::retire_pack`], [`Odb::retire_orphan_pack`] or
+//! [`Odb::retire_loose`], which remove it only once every object in it that the operation keeps is
+//! found in another file of the store (a pack left without its index, only while it has none). An
 //! operation's result is never one of the files it removes, then, even when it comes out byte for
 //! byte one of its sources (a pack is named by its content: a repack of a store packed already
 //! writes the very pack it read, and removing its sources would remove it).
@@ -369,8 +370,9 @@ impl Odb {
     }
 
     /// Remove pack `name` once every object of it that `keeps` is held in another file of the
-    /// store (see the module's rule); returns whether it was removed. Its index goes first, so that
-    /// a crash leaves a pack without an index, which no reader sees and gc removes.
+    /// store (see the module's rule); returns whether it was removed. A pack that does not open
+    /// holds nothing readable, and goes as asked. Its index goes first, so that a crash leaves a
+    /// pack without an index, which no reader sees and gc removes.
     pub fn retire_pack(&self, name: &Digest, keeps: impl Fn(&Digest) -> bool) -> Result<bool> {
         self.packs.refresh()?;
         if let Some(member) = self.packs.members()?.iter().find(|m| m.pack.name() == name) {
