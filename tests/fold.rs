@@ -4,10 +4,11 @@
 mod common;
 mod homes;
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
 
-use common::Env;
+use common::{Env, own, own_fixture};
 use homes::{Homes, json_lines};
 
 fn manifests(env: &Env) -> Vec<String> {
@@ -946,7 +947,14 @@ fn ls_status_and_stats_describe_the_store() {
     homes::each_set(ls_status_and_stats_describe_the_store_in);
 }
 
-fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
+fn ls_status_and_stats_describe_the_store_in(mut env: Env, homes: Homes) {
+    // A Claude Code transcript too: the longest agent name in the AGENT column.
+    let claude = env.path("claude");
+    let transcript = own_fixture(own::CLAUDE_SESSION);
+    let project = claude.join("projects/-home-dev-shop");
+    fs::create_dir_all(&project).unwrap();
+    fs::copy(&transcript, project.join(transcript.file_name().unwrap())).unwrap();
+    env.set("CLAUDE_CONFIG_DIR", &claude);
     let run = env.run("ctxfold", ["status", "--json"]).ok();
     assert!(json_lines(&run.stdout).iter().all(|l| l["state"] == "new"));
     env.run("ctxfold", ["fold", "--apply"]).ok();
@@ -961,7 +969,7 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
     .unwrap();
 
     let listed = json_lines(&env.run("ctxfold", ["ls", "--json"]).ok().stdout);
-    assert_eq!(listed.len(), homes.sessions.len() + 1);
+    assert_eq!(listed.len(), homes.sessions.len() + 2, "and the transcript");
     assert_eq!(listed.iter().filter(|l| l["conflict"] == true).count(), 1);
     for placed in &homes.sessions {
         let entry = listed
@@ -1009,12 +1017,45 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
         true => format!("…{}", &cwd[cwd.len() - 23..]),
         false => cwd.to_string(),
     };
+    // Codex names its files in local time, whose zone no file records: said so, in ls as in --json.
+    let started = entry["started"].as_str().unwrap();
+    assert_eq!(started.len(), 19, "no zone: {started}");
     assert!(
         line.contains(&format!(
-            "  {}  codex  active  ",
-            entry["started"].as_str().unwrap()[..16].replace('T', " ")
+            "  {} local  codex   active  ",
+            started[..16].replace('T', " ")
         )) && line.contains(&shown),
         "{line}"
+    );
+    // Pi names its files in UTC and says so: shown as ctxfold shows every time.
+    let pi = homes.sessions.last().unwrap();
+    let line = human.lines().find(|l| l.starts_with(&pi.id)).unwrap();
+    assert!(
+        line.contains("  2025-12-17 19:39Z       pi      active  "),
+        "{line}"
+    );
+    // Every column starts under its header, whatever the agent.
+    let header = human.lines().next().unwrap();
+    let columns = ["AGENT", "STATE"].map(|c| header.find(c).unwrap());
+    let mut agents = HashSet::new();
+    for line in human
+        .lines()
+        .skip(1)
+        .filter(|l| l.len() > 36 && l.as_bytes()[36] == b' ')
+    {
+        let word = |at: usize| line[at..].split_whitespace().next().unwrap();
+        assert!(
+            line.as_bytes()[columns[0] - 1] == b' '
+                && ["active", "archived", "conflict"].contains(&word(columns[1]))
+                && line.as_bytes()[columns[1] - 1] == b' ',
+            "{header}\n{line}"
+        );
+        agents.insert(word(columns[0]).to_string());
+    }
+    assert_eq!(
+        agents,
+        ["codex", "pi", "claude"].map(String::from).into(),
+        "{human}"
     );
 
     let status = json_lines(&env.run("ctxfold", ["status", "--json"]).ok().stdout);
@@ -1038,9 +1079,10 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
         .iter()
         .map(|s| s.bytes.len() as u64)
         .sum::<u64>()
-        + first.bytes.len() as u64;
+        + first.bytes.len() as u64
+        + fs::metadata(&transcript).unwrap().len();
     assert_eq!(stats["logical_bytes"], logical);
-    assert_eq!(stats["manifests"], homes.sessions.len() + 1);
+    assert_eq!(stats["manifests"], homes.sessions.len() + 2);
     assert!(stats["dedup_ratio"].as_f64().unwrap() > 1.0);
     assert!(stats["compression_ratio"].as_f64().unwrap() > 1.5);
     assert!(stats["disk_bytes"].as_u64().unwrap() >= stats["stored_bytes"].as_u64().unwrap());
@@ -1052,7 +1094,7 @@ fn ls_status_and_stats_describe_the_store_in(env: Env, homes: Homes) {
     let human = env.run("ctxfold", ["stats"]).ok().stdout_text();
     let lead: Vec<&str> = human.lines().take(3).collect();
     let size = ctxfold::cli::human::bytes;
-    let n = homes.sessions.len();
+    let n = homes.sessions.len() + 1;
     assert_eq!(
         lead[0],
         format!(

@@ -486,7 +486,7 @@ fn recall_heads_each_session_with_its_start_and_title_and_json_spans_carry_their
     for heading in &headings {
         let id = heading.split_whitespace().nth(2).unwrap();
         let entry = listed.iter().find(|e| e["id"] == id).unwrap();
-        let start = entry["started"].as_str().unwrap()[..16].replace('T', " ");
+        let start = ctxfold::cli::human::minute(entry["started"].as_str());
         assert!(
             heading.starts_with(&format!("## session {id}  {start}  ")),
             "{heading}"
@@ -517,7 +517,7 @@ fn recall_heads_each_session_with_its_start_and_title_and_json_spans_carry_their
             .find(|e| e["id"] == session["session"])
             .unwrap();
         assert_eq!(session["title"], entry["title"]);
-        assert_eq!(session["started"].as_str().unwrap().len(), 19);
+        assert_eq!(session["started"], entry["started"]);
         assert!(session["cwd"].as_str().unwrap().starts_with('/'));
     }
     // A span's sha256 chains into verify-span, which serves the same text.

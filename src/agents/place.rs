@@ -138,9 +138,10 @@ pub fn named_by(session: &Session) -> Option<Agent> {
         .find(|agent| agent.format().id_from_name(stem) == Some(session.id.as_str()))
 }
 
-/// When `session` started, as its agent's file name says (`2026-05-11T11:26:55`): Codex and Pi
-/// both name a session's file after the time it started (Codex in local time, Pi in UTC), and that
-/// is all a manifest records of it.
+/// When `session` started, as its agent's file name says: Codex and Pi both name a session's file
+/// after the time it started, and that is all a manifest records of it. Pi writes UTC and says so
+/// (`…-397Z_<id>`): `2026-11-30T23:21:14Z`. Codex writes the local time of the machine it ran on,
+/// a zone nobody recorded: `2026-05-11T11:26:55`, without one, as RFC 3339 cannot say "local".
 pub fn started(session: &Session) -> Option<String> {
     const STAMP: &str = "9999-99-99T99-99-99";
     named_by(session)?;
@@ -150,7 +151,10 @@ pub fn started(session: &Session) -> Option<String> {
             .is_some_and(|t| shaped(t, STAMP))
     })?;
     let (date, time) = name[at..at + STAMP.len()].split_once('T')?;
-    Some(format!("{date}T{}", time.replace('-', ":")))
+    let after = &name[at + STAMP.len()..];
+    let utc = after.get(..5).is_some_and(|ms| shaped(ms, "-999Z"));
+    let zone = if utc { "Z" } else { "" };
+    Some(format!("{date}T{}{zone}", time.replace('-', ":")))
 }
 
 /// Whether `text` has `shape`: `9` stands for an ASCII digit, `x` for a hex digit, anything else
@@ -256,7 +260,7 @@ mod tests {
             "01a22ec3-34e4-7265-bb6b-1383eb635647",
             "/h/.pi/agent/sessions/--x--/2026-11-30T23-21-14-726Z_01a22ec3-34e4-7265-bb6b-1383eb635647.jsonl",
         );
-        assert_eq!(started(&pi).as_deref(), Some("2026-11-30T23:21:14"));
+        assert_eq!(started(&pi).as_deref(), Some("2026-11-30T23:21:14Z"));
         assert_eq!(named_by(&pi), Some(Agent::Pi));
         // A file folded by path says nothing of when it started, whatever its name.
         let file = session("s", "/tmp/2026-11-30T23-21-14-s.jsonl");

@@ -58,12 +58,19 @@ fn tilde(path: &Path, home: Option<&Path>) -> String {
     }
 }
 
-/// A time of day `2026-05-11T11:26:55` as `2026-05-11 11:26`; an unknown one as `-`.
+/// A session's start (see `agents::place::started`) to the minute with its zone: in UTC
+/// `2026-05-11T11:26:55Z` as `2026-05-11 11:26Z`, as ctxfold shows every time; one with no zone
+/// (its agent's local time, zone unknown) as `2026-05-11 11:26 local`; an unknown one as `-`.
 pub fn minute(time: Option<&str>) -> String {
     time.map_or("-".into(), |t| {
-        t.replacen('T', " ", 1).chars().take(16).collect()
+        let zone = if t.ends_with('Z') { "Z" } else { " local" };
+        let minute: String = t.replacen('T', " ", 1).chars().take(16).collect();
+        minute + zone
     })
 }
+
+/// The width of [`minute`]'s longest.
+pub const MINUTE: usize = "2026-05-11 11:26 local".len();
 
 /// A duration as people type one: `now`, or a whole number with `s`, `m`, `h`, `d` or `w` (`30m`,
 /// `2d`). The value parser of every option that takes an age.
@@ -132,7 +139,11 @@ mod tests {
         assert_eq!(duration(Duration::from_secs(2 * 86_400)), "2d");
         assert_eq!(duration(Duration::from_secs(5400)), "90m");
         assert_eq!(duration(Duration::ZERO), "0s");
-        assert_eq!(minute(Some("2026-05-11T11:26:55")), "2026-05-11 11:26");
+        assert_eq!(
+            minute(Some("2026-05-11T11:26:55")),
+            "2026-05-11 11:26 local"
+        );
+        assert_eq!(minute(Some("2026-05-11T11:26:55Z")), "2026-05-11 11:26Z");
         assert_eq!(minute(None), "-");
     }
 

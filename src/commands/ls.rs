@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::agents::Agent;
 use crate::agents::place::{named_by, started};
-use crate::cli::human::{bytes, minute, path as path_for_people};
+use crate::cli::human::{MINUTE, bytes, minute, path as path_for_people};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::AgentArgs;
 use crate::error::Result;
@@ -17,10 +17,12 @@ use crate::store::generations::{self, Generation, Reason};
 ///
 /// One line per manifest in manifests/, then the conflicts sync kept in manifests/conflicts/
 /// (a remote manifest that disagreed with the local one), marked as such, under a header line. A
-/// session's start is the time its agent named its file after (Codex: local time, Pi: UTC; `-` for
-/// a file folded by path); its agent is codex or pi when its file is named as that agent names its
-/// files, else file (a file folded by path); its state is active,
-/// archived or conflict; its cwd is where the agent ran, `~` for $HOME and cut to its last 24
+/// session's start is the time its agent named its file after, to the minute: Pi's in UTC
+/// (`2026-11-30 23:21Z`, as ctxfold shows every time), Codex's in the local time of the machine it
+/// ran on, whose zone no file records (`2026-05-11 18:39 local`; --json gives it with no zone);
+/// `-` when not known (Claude Code, or a file folded by path). Its agent is codex, pi or claude
+/// when its file is named as that agent names its files, else file (a file folded by path); its
+/// state is active, archived or conflict; its cwd is where the agent ran, `~` for $HOME and cut to its last 24
 /// characters (--json gives it whole, and omits what is not known). Stored bytes are the
 /// compressed size of the session's distinct objects, however many other sessions share them. A
 /// session with earlier versions kept (generations: see ctxfold fold) says how many; --generations
@@ -49,10 +51,11 @@ struct Entry<'a> {
     id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     title: Option<&'a str>,
-    /// `2026-05-11T11:26:55`, from the agent's file name.
+    /// `2026-11-30T23:21:14Z` (UTC), or `2026-05-11T11:26:55` (its agent's local time, zone
+    /// unknown), from the agent's file name.
     #[serde(skip_serializing_if = "Option::is_none")]
     started: Option<String>,
-    /// `codex`, `pi`, or `file` (folded by path).
+    /// `codex`, `pi`, `claude`, or `file` (folded by path).
     agent: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     cwd: Option<&'a str>,
@@ -86,7 +89,7 @@ impl Command for LsArgs {
             emit(
                 io.out,
                 format_args!(
-                    "{:<36}  {:<16}  {:<5}  {:<8}  {:>10}  {:>10}  {:<CWD$}  TITLE",
+                    "{:<36}  {:<MINUTE$}  {:<AGENT$}  {:<8}  {:>10}  {:>10}  {:<CWD$}  TITLE",
                     "ID", "STARTED", "AGENT", "STATE", "SOURCE", "STORED", "CWD"
                 ),
             )?;
@@ -152,7 +155,7 @@ impl Command for LsArgs {
                 emit(
                     io.out,
                     format_args!(
-                        "{:<36}  {started:<16}  {:<5}  {state:<8}  {:>10}  {:>10}  {cwd:<CWD$}  {}{marker}",
+                        "{:<36}  {started:<MINUTE$}  {:<AGENT$}  {state:<8}  {:>10}  {:>10}  {cwd:<CWD$}  {}{marker}",
                         entry.id,
                         entry.agent,
                         bytes(entry.source_bytes),
@@ -178,6 +181,9 @@ impl Command for LsArgs {
 
 /// The width of the cwd column.
 const CWD: usize = 24;
+
+/// The width of the agent column: its longest name (`claude`; `file` for a file folded by path).
+const AGENT: usize = "claude".len();
 
 /// `text` cut to its last [`CWD`] characters, `…` marking the cut: a project's folder is its last
 /// components.
