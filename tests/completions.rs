@@ -60,6 +60,16 @@ fn restore_completes_the_folded_session_ids_and_help_the_command_names() {
             "{shell}: {names}"
         );
     }
+    // `ctxfold <TAB>` offers each command by its name, never an alias in its place, plumbing first
+    // as `help -a` lists them.
+    let commands = answer(&env, "bash", &["ctxfold", ""]).stdout_text();
+    let offered: Vec<&str> = commands
+        .lines()
+        .take_while(|c| !c.starts_with('-'))
+        .collect();
+    let registry = ctxfold::commands::registry();
+    let names: Vec<&str> = registry.iter().map(|spec| spec.name.as_str()).collect();
+    assert_eq!(offered, names);
     // Plumbing binaries answer for themselves, as people run them directly too.
     let mut plumbing = env.command("ctxfold-cat-manifest");
     plumbing

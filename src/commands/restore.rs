@@ -65,7 +65,9 @@ use crate::store::reconstruct::{Restored, write_session};
 /// The next restore of the same target removes it (only one that no running restore holds: each
 /// locks its own) and says so, and ctxfold fsck lists those under the agents' session folders.
 #[derive(Debug, clap::Parser)]
-#[command(name = "ctxfold-restore", version, visible_alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]
+// The alias is hidden, as `remote rm` is, and named in the summary: completion offers one word per
+// command, and a visible alias would be offered in the command's place.
+#[command(name = "ctxfold-restore", version, alias = "materialize", after_long_help = crate::cli::EXIT_STATUS)]
 pub struct RestoreArgs {
     /// Folded sessions: ids, unique prefixes of ids, ID@N, or session files' paths
     #[arg(
