@@ -698,6 +698,10 @@ fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
     w.ctxfold(&w.a, &["sync", "nowhere"])
         .fails(5)
         .one_line_error("sync with nowhere: look up refs/heads/ctxfold on nowhere");
+    // A remote whose path does not exist: git's own reason, not only its status.
+    w.ctxfold(&w.a, &["sync", "two"]).fails(5).one_line_error(
+        "git exited with 128: fatal: '/two' does not appear to be a git repository",
+    );
 }
 
 /// Fold `sessions` (id, own fixture) into `store`, train a dictionary on them (it becomes
