@@ -922,6 +922,20 @@ fn unsafe_session_ids_are_refused_before_anything_is_written() {
 }
 
 #[test]
+fn a_path_refused_is_an_error_as_its_exit_status_says() {
+    let env = Env::new();
+    let missing = env.path("nonexistent");
+    for command in ["fold", "status"] {
+        env.run("ctxfold", [command.as_ref(), missing.as_os_str()])
+            .fails(3)
+            .one_line_error(&format!(
+                "ctxfold {command}: error: {}: no such file or directory",
+                missing.display()
+            ));
+    }
+}
+
+#[test]
 fn with_no_sessions_fold_still_says_something_useful() {
     let mut env = Env::new();
     env.set("CODEX_HOME", env.path("no-codex"));

@@ -203,7 +203,7 @@ fn bad_input_is_one_line_and_the_right_status() {
     let entries = log(&env, &[]);
     assert_eq!(entries.len(), homes.sessions.len());
     assert!(entries.iter().all(|e| e["state"] == "new"));
-    // A damaged manifest: the others are listed, the damage said in one warning, status 4.
+    // A damaged manifest: the others are listed, the damage said in one error, status 4.
     env.run("ctxfold", ["fold", "--apply", "-q"]).ok();
     let victim = &homes.sessions[0].id;
     let manifest = env.store.join("manifests").join(format!("{victim}.json"));
@@ -211,7 +211,11 @@ fn bad_input_is_one_line_and_the_right_status() {
     fs::write(&manifest, &bytes[..bytes.len() / 2]).unwrap();
     let run = env.run("ctxfold", ["log", "--json"]).fails(4);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(run.stderr.contains(victim.as_str()), "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("ctxfold log: error: ") && run.stderr.contains(victim.as_str()),
+        "{}",
+        run.stderr
+    );
     let listed = ids(&json_lines(&run.stdout));
     assert_eq!(listed.len(), homes.sessions.len() - 1);
     assert!(!listed.contains(victim));

@@ -58,7 +58,7 @@ use crate::store::writer::WriteStats;
 /// folded"), and the run ends with status 3.
 ///
 /// A file that is no agent's session must be JSON Lines, its first line that is not blank a
-/// JSON object: anything else (a note, a binary named by mistake) is refused with a warning and
+/// JSON object: anything else (a note, a binary named by mistake) is refused with an error and
 /// status 3. --force folds it anyway, as opaque bytes: it restores byte for byte, and no seeds are
 /// extracted from it. Symbolic links in the session folders are never followed: they are skipped
 /// with a note (-v lists them).
@@ -291,7 +291,7 @@ impl Command for FoldArgs {
                 }
                 Err(e) => {
                     status = status.worst(e.status());
-                    io.warn(format_args!("{}: {e}", path(&index.path)));
+                    io.error(format_args!("{}: {e}", path(&index.path)));
                 }
             }
         }

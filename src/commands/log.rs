@@ -80,8 +80,9 @@ impl Command for LogArgs {
         let discovery = discover(&homes, &[], &[]);
         let mut status = report_discovery(io, &discovery);
         let gathered = gather(store.as_ref(), &homes, &discovery)?;
+        // Each makes the status non-zero: an error, as report_discovery says its own.
         for problem in &gathered.problems {
-            io.warn(problem);
+            io.error(problem);
             status = status.worst(problem.status());
         }
         let shown: Vec<&Summary> = gathered
@@ -97,7 +98,7 @@ impl Command for LogArgs {
             .collect();
         for summary in &shown {
             if let Some(problem) = &summary.problem {
-                io.warn(problem);
+                io.error(problem);
                 status = status.worst(Status::Corrupt);
             }
         }

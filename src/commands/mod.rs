@@ -42,6 +42,7 @@ use std::path::PathBuf;
 
 use clap::ArgAction;
 
+use crate::cli::human::count;
 use crate::cli::{EXIT_STATUS, Io, Level, Spec, Status};
 use crate::segment::Settings;
 use crate::sources::Discovery;
@@ -212,17 +213,17 @@ pub struct LevelArgs {
     pub level: i32,
 }
 
-/// Say what a search for sessions turned up besides sessions: each problem as a warning, and the
-/// symbolic links it did not follow in one line (each one under `--verbose`). Returns the status
-/// the problems give the run.
+/// Say what a search for sessions turned up besides sessions: each problem (a path refused) as an
+/// error, since it makes the run's status non-zero, and the symbolic links it did not follow, which
+/// do not, in one note (each one under `--verbose`). Returns the status the problems give the run.
 pub fn report_discovery(io: &mut Io<'_>, discovery: &Discovery) -> Status {
     for problem in &discovery.problems {
-        io.warn(problem);
+        io.error(problem);
     }
     if !discovery.symlinks.is_empty() {
         io.note(format_args!(
-            "skipped {} symbolic links in the session folders (never followed; -v lists them)",
-            discovery.symlinks.len()
+            "skipped {} in the session folders (never followed; -v lists them)",
+            count(discovery.symlinks.len() as u64, "symbolic link")
         ));
         for link in &discovery.symlinks {
             io.detail(format_args!("skipped symbolic link {}", link.display()));

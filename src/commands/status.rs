@@ -76,7 +76,7 @@ impl Command for StatusArgs {
                 Ok(r) => r,
                 Err(e) => {
                     status = status.worst(e.status());
-                    io.warn(format_args!(
+                    io.error(format_args!(
                         "{}: {e}",
                         crate::cli::human::path(&found.path)
                     ));
