@@ -954,6 +954,13 @@ fn with_no_sessions_fold_still_says_something_useful() {
             run.stderr
         );
     }
+    // With nothing to fold, --apply creates no store, and ls does not say it would.
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    assert!(!env.store.exists());
+    env.run("ctxfold", ["ls"]).fails(1).one_line_error(
+        "not a ctxfold store yet (no manifests/ or objects/): the first ctxfold fold --apply that \
+         finds sessions creates it, as ctxfold clone URL does",
+    );
 }
 
 #[test]

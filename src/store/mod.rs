@@ -93,7 +93,8 @@ impl Store {
         }
         if !found {
             return Err(Error::not_found(format!(
-                "{}: not a ctxfold store yet (no manifests/ or objects/; ctxfold fold --apply creates one)",
+                "{}: not a ctxfold store yet (no manifests/ or objects/): the first ctxfold fold \
+                 --apply that finds sessions creates it, as ctxfold clone URL does",
                 store.root.display()
             )));
         }
