@@ -172,6 +172,13 @@ fn the_rendered_diff_shows_each_side_after_the_fork_turn_by_turn() {
         .stdout_text();
     assert!(coloured.contains("\x1b[32m+"), "{coloured}");
     assert!(coloured.contains("\x1b[31m-"), "{coloured}");
+    // Two sessions apart from their first line have no common history, not one of "0 B (0 bytes)".
+    let run = env.run(
+        "ctxfold",
+        ["diff", base.to_str().unwrap(), other.to_str().unwrap()],
+    );
+    let text = run.fails(1).stdout_text();
+    assert_eq!(text.lines().nth(1), Some("common history: none"), "{text}");
 }
 
 #[test]

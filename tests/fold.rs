@@ -1093,6 +1093,13 @@ fn ls_status_and_stats_describe_the_store_in(mut env: Env, homes: Homes) {
             .unwrap()["state"],
         "changed"
     );
+    let run = env.run("ctxfold", ["status"]);
+    assert!(
+        run.stderr
+            .contains("1 session changed other than by an append since folded: "),
+        "{}",
+        run.stderr
+    );
 
     let stats = &json_lines(&env.run("ctxfold", ["stats", "--json"]).ok().stdout)[0];
     let logical: u64 = homes
@@ -1119,7 +1126,7 @@ fn ls_status_and_stats_describe_the_store_in(mut env: Env, homes: Homes) {
     assert_eq!(
         lead[0],
         format!(
-            "folded             {}: {n} sessions and 1 earlier or conflicting versions",
+            "folded             {}: {n} sessions and 1 earlier or conflicting version",
             size(logical)
         )
     );

@@ -245,6 +245,14 @@ fn gc_removes_exactly_the_unreferenced_objects_in(env: Env, homes: Homes) {
         "{}",
         run.stdout_text()
     );
+    // The summary says what it would do first, as each line before it does.
+    assert!(
+        run.stdout_text().lines().last().unwrap().starts_with(
+            "would remove 0 unreferenced objects, 1 temp file, 0 generations; would repack 0 packs and "
+        ),
+        "{}",
+        run.stdout_text()
+    );
     assert_eq!(Env::snapshot(&env.store), before);
     // The same as JSON Lines: what would go, then the summary.
     let lines = json_lines(&env.run("ctxfold", ["gc", "--json"]).ok().stdout);
@@ -547,7 +555,7 @@ fn the_staging_folder_of_a_killed_sync_is_named_by_fsck_and_removed_by_gc() {
         text.contains(&format!(
             "leftover temp folder {} (3.9 KiB; a killed sync's staging, gc --apply removes it)",
             staging.display()
-        )) && text.contains(", 1 leftover temp folders;"),
+        )) && text.contains(", 1 unplaced manifest, 1 leftover temp folder;"),
         "{text}"
     );
     let json = json_lines(&env.run("ctxfold", ["fsck", "--json"]).ok().stdout);

@@ -66,7 +66,10 @@ fn overwriting_a_changed_session_keeps_the_original_through_gc() {
         "{line}"
     );
     assert!(
-        run.stderr.contains("--overwrite folds them"),
+        run.stderr.contains(
+            "1 session changed other than by an append since folded: \
+             'ctxfold diff ID' shows how; --overwrite folds again"
+        ),
         "{}",
         run.stderr
     );
@@ -139,7 +142,10 @@ fn overwriting_a_changed_session_keeps_the_original_through_gc() {
         run.stdout_text()
     );
     let summary = run.stdout_text().lines().last().unwrap().to_string();
-    assert!(!summary.starts_with("0 unreferenced objects"), "{summary}");
+    assert!(
+        !summary.starts_with("would remove 0 unreferenced objects"),
+        "{summary}"
+    );
     env.run(
         "ctxfold",
         ["gc", "--apply", "--prune=now", "--prune-generations"],

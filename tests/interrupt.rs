@@ -88,7 +88,8 @@ fn ctrl_c_stops_cleanly_keeping_and_reporting_what_was_committed() {
     if not_started > 0 {
         assert!(
             run.stderr.contains(&format!(
-                "interrupted: {not_started} sessions were not started"
+                "interrupted: {} not started",
+                ctxfold::cli::human::count(not_started as u64, "session")
             )),
             "{}",
             run.stderr

@@ -250,6 +250,20 @@ fn a_repack_of_a_packed_store_keeps_its_pack_and_says_so() {
     assert_eq!(packs(&env), aggressive);
     env.run("ctxfold", ["fsck", "--full"]).ok();
     assert!(env.run("ctxfold-cat-manifest", [&id]).ok().stdout == bytes);
+    // Counts read as English: one pack is a pack.
+    let run = env.run("ctxfold", ["unpack"]).ok();
+    assert!(
+        run.stdout_text()
+            .ends_with(" objects (0 loose already); removed 1 pack\n"),
+        "{}",
+        run.stdout_text()
+    );
+    let run = env.run("ctxfold", ["repack"]).ok();
+    assert!(
+        run.stdout_text().starts_with("repacked 0 packs and "),
+        "{}",
+        run.stdout_text()
+    );
 }
 
 /// A repack killed between putting its pack in place and its index leaves the pack without an

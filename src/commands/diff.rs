@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::cli::human::bytes;
+use crate::cli::human::{bytes, count};
 use crate::cli::pager::{self, PagerArgs};
 use crate::cli::style::{ColorArgs, Role, Style};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
@@ -177,14 +177,19 @@ impl Command for DiffArgs {
     }
 }
 
-/// `common history: 57 lines, 12.3 KiB (12640 bytes), through turn 2`.
+/// `common history: 57 lines, 12.3 KiB (12640 bytes), through turn 2`: the exact size only where
+/// the short one is rounded; `common history: none` when the sessions part at their first line.
 fn common_line(common: &Common) -> String {
-    let plural = if common.lines == 1 { "" } else { "s" };
+    if common.lines == 0 {
+        return "common history: none".into();
+    }
+    let size = match common.bytes < 1024 {
+        true => count(common.bytes, "byte"),
+        false => format!("{} ({})", bytes(common.bytes), count(common.bytes, "byte")),
+    };
     format!(
-        "common history: {} line{plural}, {} ({} bytes), through turn {}",
-        common.lines,
-        bytes(common.bytes),
-        common.bytes,
+        "common history: {}, {size}, through turn {}",
+        count(common.lines, "line"),
         common.turn
     )
 }
@@ -212,13 +217,15 @@ fn changed_line(style: Style, tag: char, text: &str) -> String {
 fn relation_line(relation: Relation, common: &Common, a: After, b: After, one: bool) -> String {
     // `3 lines (1.5 KiB, 1 new turn)`
     let amount = |after: After| {
-        let lines = if after.lines == 1 { "line" } else { "lines" };
         let turns = match after.turns {
             0 => "no new turn".to_string(),
-            1 => "1 new turn".to_string(),
-            n => format!("{n} new turns"),
+            n => count(n, "new turn"),
         };
-        format!("{} {lines} ({}, {turns})", after.lines, bytes(after.bytes))
+        format!(
+            "{} ({}, {turns})",
+            count(after.lines, "line"),
+            bytes(after.bytes)
+        )
     };
     let parted_at = common.lines + 1;
     match (relation, one) {

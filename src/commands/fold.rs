@@ -255,8 +255,8 @@ impl Command for FoldArgs {
         if interrupt.requested() {
             totals.emit(io.out, &self)?;
             io.warn(format_args!(
-                "interrupted: {} sessions were not started; what was folded stands (fold again to finish)",
-                totals.not_started
+                "interrupted: {} not started; what was folded stands (fold again to finish)",
+                count(totals.not_started, "session")
             ));
             return Ok(Status::Interrupted);
         }
@@ -304,10 +304,10 @@ impl Command for FoldArgs {
         if !self.json {
             if totals.needs_overwrite > 0 {
                 io.note(format_args!(
-                    "{} sessions changed other than by an append since they were folded: \
-                     'ctxfold diff ID' shows how; --overwrite folds them, keeping each folded \
-                     version as a generation (ID@1).",
-                    totals.needs_overwrite
+                    "{} changed other than by an append since folded: 'ctxfold diff ID' shows \
+                     how; --overwrite folds again, keeping each folded version as a generation \
+                     (ID@1).",
+                    count(totals.needs_overwrite, "session")
                 ));
             }
             if totals.kept_active > 0 {

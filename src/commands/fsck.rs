@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::agents::Homes;
 use crate::agents::place::unplaced_manifests;
-use crate::cli::human::{self, bytes};
+use crate::cli::human::{self, bytes, count};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit, emit_either};
 use crate::error::Result;
 use crate::store::fsck::check;
@@ -142,16 +142,18 @@ impl Command for FsckArgs {
             io.out,
             json,
             format_args!(
-                "{faults} problems, {notes} unreferenced objects (gc removes them{}), {} unplaced manifests{}{}; {depth}",
+                "{}, {} (gc removes them{}), {}{}{}; {depth}",
+                count(faults, "problem"),
+                count(notes, "unreferenced object"),
                 if list_notes { "" } else { ", -v lists them" },
-                unplaced.len(),
+                count(unplaced.len() as u64, "unplaced manifest"),
                 match leftovers.len() {
                     0 => String::new(),
-                    n => format!(", {n} leftover restore temp files"),
+                    n => format!(", {}", count(n as u64, "leftover restore temp file")),
                 },
                 match folders.len() {
                     0 => String::new(),
-                    n => format!(", {n} leftover temp folders"),
+                    n => format!(", {}", count(n as u64, "leftover temp folder")),
                 }
             ),
             serde_json::json!({

@@ -240,30 +240,30 @@ fn report(
         Some(done) => match &done.pack {
             Some(pack) if done.unchanged => format!("pack {} was packed so already", pack.name),
             Some(pack) => format!(
-                "repacked {} packs and {} loose objects into pack {} ({} objects, {})",
-                done.removed_packs.len(),
-                done.packed_loose,
+                "repacked {} and {} into pack {} ({}, {})",
+                count(done.removed_packs.len() as u64, "pack"),
+                count(done.packed_loose, "loose object"),
                 pack.name,
-                pack.objects,
+                count(pack.objects, "object"),
                 bytes(pack.pack_bytes + pack.index_bytes)
             ),
             None => format!(
-                "removed {} packs and {} loose objects, nothing left to pack",
-                done.removed_packs.len(),
-                done.packed_loose
+                "removed {} and {}, nothing left to pack",
+                count(done.removed_packs.len() as u64, "pack"),
+                count(done.packed_loose, "loose object"),
             ),
         },
         None => format!(
-            "would repack {} packs and {} loose objects",
-            plan.rewrite.len(),
-            plan.loose_to_pack
+            "would repack {} and {}",
+            count(plan.rewrite.len() as u64, "pack"),
+            count(plan.loose_to_pack, "loose object"),
         ),
     };
     let pack = done.and_then(|done| done.pack.as_ref());
     say.line(
         io,
         format_args!(
-            "{} {verb}, {}, {}; {repacked}; {} referenced; {} younger than --prune kept",
+            "{verb} {}, {}, {}; {repacked}; {} referenced; {} younger than --prune kept",
             count(dropped.len() as u64, "unreferenced object"),
             count(
                 (plan.temps.len() + plan.temp_folders.len()) as u64,

@@ -1,6 +1,6 @@
 //! `ctxfold repack`: every pack and loose object into one pack, grouped by session.
 
-use crate::cli::human::bytes;
+use crate::cli::human::{bytes, count};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::store::layout::repack_all;
@@ -41,21 +41,21 @@ impl Command for RepackArgs {
             Some(pack) if done.unchanged => emit(
                 io.out,
                 format_args!(
-                    "already packed: pack {} holds every object as a repack writes it ({} objects, {})",
+                    "already packed: pack {} holds every object as a repack writes it ({}, {})",
                     pack.name,
-                    pack.objects,
+                    count(pack.objects, "object"),
                     bytes(pack.pack_bytes + pack.index_bytes)
                 ),
             )?,
             Some(pack) => emit(
                 io.out,
                 format_args!(
-                    "repacked {} packs and {} loose objects into pack {} ({} objects in {} blocks, {})",
-                    done.removed_packs.len(),
-                    done.packed_loose,
+                    "repacked {} and {} into pack {} ({} in {}, {})",
+                    count(done.removed_packs.len() as u64, "pack"),
+                    count(done.packed_loose, "loose object"),
                     pack.name,
-                    pack.objects,
-                    pack.blocks,
+                    count(pack.objects, "object"),
+                    count(pack.blocks, "block"),
                     bytes(pack.pack_bytes + pack.index_bytes)
                 ),
             )?,

@@ -94,7 +94,10 @@ fn lead(usage: &Usage, sessions: u64) -> String {
     );
     if usage.manifests > sessions {
         let others = usage.manifests - sessions;
-        folded.push_str(&format!(" and {others} earlier or conflicting versions"));
+        folded.push_str(&format!(
+            " and {}",
+            count(others, "earlier or conflicting version")
+        ));
     }
     let saved = match usage.saved_bytes {
         saved if saved >= 0 => format!(

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::agents::Homes;
+use crate::cli::human::count;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
 use crate::commands::{AgentArgs, report_discovery};
 use crate::error::Result;
@@ -118,7 +119,7 @@ impl Command for StatusArgs {
             }
         }
         if up_to_date > 0 && io.verbosity() != Verbosity::Quiet {
-            let sessions = crate::cli::human::count(up_to_date, "session");
+            let sessions = count(up_to_date, "session");
             emit(
                 io.out,
                 format_args!("{sessions} up to date (-v lists them)"),
@@ -126,9 +127,9 @@ impl Command for StatusArgs {
         }
         if let [first, ..] = changed.as_slice() {
             io.note(format_args!(
-                "{} sessions changed other than by an append since they were folded: \
-                 'ctxfold diff ID' shows how (ctxfold diff {first})",
-                changed.len()
+                "{} changed other than by an append since folded: 'ctxfold diff ID' shows how \
+                 (ctxfold diff {first})",
+                count(changed.len() as u64, "session")
             ));
         }
         crate::commands::mount::note_mounts(io, &store);

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::cli::human::count;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::Result;
 use crate::store::layout::{unpack_in_place, unpack_to};
@@ -46,9 +47,9 @@ impl Command for UnpackArgs {
                 emit(
                     io.out,
                     format_args!(
-                        "wrote a plain copy to {}: {} loose objects",
+                        "wrote a plain copy to {}: {}",
                         dir.display(),
-                        done.written + done.kept
+                        count(done.written + done.kept, "loose object")
                     ),
                 )?;
             }
@@ -57,8 +58,10 @@ impl Command for UnpackArgs {
                 emit(
                     io.out,
                     format_args!(
-                        "unpacked {} objects ({} were loose already); removed {packs} packs",
-                        done.written, done.kept
+                        "unpacked {} ({} loose already); removed {}",
+                        count(done.written, "object"),
+                        done.kept,
+                        count(packs as u64, "pack")
                     ),
                 )?;
             }
