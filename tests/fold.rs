@@ -328,6 +328,16 @@ fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active_i
         run.stdout_text()
     );
 
+    // A folder that holds something besides sessions: it stays when they go.
+    let codex_active: Vec<&Path> = homes
+        .active()
+        .map(|p| p.path.as_path())
+        .filter(|p| p.starts_with(&homes.codex))
+        .collect();
+    let year_of = |path: &Path| path.ancestors().nth(3).unwrap().to_path_buf();
+    let kept_year = year_of(codex_active[0]);
+    fs::write(kept_year.join("notes.txt"), b"mine\n").unwrap();
+
     // With the plain archive gone, its .zst sibling (half its bytes) is found in its place: a
     // session that changed other than by an append, refused, and kept.
     let run = env
@@ -348,6 +358,17 @@ fn remove_source_takes_archived_sources_only_and_active_ones_with_allow_active_i
     for placed in homes.active() {
         assert!(!placed.path.exists(), "{} kept", placed.path.display());
     }
+    // The date folders Codex made for them go with them, up to the session tree, which stays.
+    for source in &codex_active {
+        let (day, month, year) = (
+            source.parent().unwrap(),
+            source.ancestors().nth(2).unwrap(),
+            year_of(source),
+        );
+        assert!(!day.exists() && !month.exists(), "{} left", day.display());
+        assert_eq!(year.exists(), year == kept_year, "{}", year.display());
+    }
+    assert!(homes.codex.join("sessions").is_dir());
     for placed in &homes.sessions {
         env.run("ctxfold", ["restore", &placed.id]).ok();
         assert!(

@@ -75,7 +75,8 @@ use crate::store::writer::WriteStats;
 /// are counted in one note at the end. A source that another fold removed meanwhile, its session
 /// safe in the store, is reported up to date. What an agent keeps beside a session file stays, and
 /// its line says so (Claude Code's <project>/<session id>/ folder: the whole output of large tool
-/// results, subagents' metadata).
+/// results, subagents' metadata). The folders a removed source leaves empty go too (Codex's
+/// sessions/YYYY/MM/DD), never the agent's session tree itself nor a folder holding anything.
 ///
 /// Sessions are folded in parallel, one per core. Under --apply each agent's session folded is
 /// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its
@@ -203,6 +204,7 @@ impl Command for FoldArgs {
             level: self.level.level,
             dictionary,
             seeds: !self.no_seeds,
+            session_trees: homes.session_trees(),
         };
         let interrupt = Interrupt::watch(format!(
             "{}: interrupted: finishing the sessions in progress (Ctrl-C again stops at once)",

@@ -63,6 +63,9 @@ pub struct Options {
     pub dictionary: Option<crate::odb::dictionaries::Named>,
     /// Extract the seed index of each session folded (`--apply` without `--no-seeds`).
     pub seeds: bool,
+    /// The agents' session trees (`CODEX_HOME/sessions`, …): a source removed takes the folders
+    /// it emptied with it, up to its tree and never the tree itself.
+    pub session_trees: Vec<std::path::PathBuf>,
 }
 
 /// What happened to a session (or, in a dry run, would).

@@ -13,6 +13,7 @@
 //! yet in place waits for the run's end, when every pack is.
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -766,5 +767,22 @@ fn remove_source(
     }
     crate::store::remove_if_present(&found.path)?;
     crate::store::atomic::sync_parent(&found.path)?;
+    remove_emptied_folders(&found.path, &options.session_trees);
     Ok(Removal::Removed)
+}
+
+/// After `source` went, the folders it left empty (Codex's `sessions/YYYY/MM/DD`), from its own
+/// upwards, below the session tree it is in and never that tree: `remove_dir` removes a folder
+/// only while it is empty, so one that holds anything, or gains something meanwhile, stays and
+/// ends the climb. Tidying only: a folder that will not go is left, without a word. A source in
+/// no session tree (a file folded by path from elsewhere) leaves its folders alone.
+fn remove_emptied_folders(source: &Path, trees: &[PathBuf]) {
+    let Some(tree) = trees.iter().find(|tree| source.starts_with(tree)) else {
+        return;
+    };
+    for folder in source.ancestors().skip(1) {
+        if folder == tree || !folder.starts_with(tree) || std::fs::remove_dir(folder).is_err() {
+            return;
+        }
+    }
 }
