@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::{Action, Caches, Options, Prepared, Removal, Report, Sink, prepare};
 use crate::digest::Digest;
-use crate::error::{Cause, Error, Result};
+use crate::error::{Cause, Error, IoContext, Result};
 use crate::ledger::{AlongsideFile, FoldedFile, Kept};
 use crate::odb::Encoder;
 use crate::odb::pack::{FEW_BLOCKS_BYTES, PackWriter};
@@ -766,7 +766,12 @@ fn remove_source(
         return Err(Error::session_changed("the source", change).context("it is kept"));
     }
     crate::store::remove_if_present(&found.path)?;
-    crate::store::atomic::sync_parent(&found.path)?;
+    let folder = found.path.parent().unwrap_or(Path::new("."));
+    match crate::store::atomic::fsync_dir(folder) {
+        // Another worker (or fold) removed the folder once this file was gone from it too.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        synced => synced.with_path("fsync directory", folder)?,
+    }
     remove_emptied_folders(&found.path, &options.session_trees);
     Ok(Removal::Removed)
 }
