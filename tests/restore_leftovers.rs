@@ -33,7 +33,7 @@ fn a_killed_restores_temp_file_goes_at_the_next_restore_and_fsck_names_it() {
             && !text.contains(&live.display().to_string()),
         "{text}"
     );
-    assert!(text.contains(", 1 leftover restore temp files;"), "{text}");
+    assert!(text.contains(", 1 leftover restore temp file;"), "{text}");
 
     let run = env
         .run(
