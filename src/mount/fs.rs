@@ -38,6 +38,11 @@ pub struct SessionsFs {
 
 impl SessionsFs {
     pub fn new(store: Store, tree: Tree) -> Self {
+        // Decoded parts are kept here, in `cache`: the packs' own cache of decoded blocks need only
+        // hold the few a part is read from.
+        store
+            .odb()
+            .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
         Self {
             store,
             tree,
