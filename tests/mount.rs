@@ -4,93 +4,18 @@
 //! cleared by the next. Without `/dev/fuse` these tests fail, saying so: they never skip.
 
 mod common;
+#[path = "mounts/daemon.rs"]
+mod daemon;
 mod homes;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Stdio};
 
 use common::Env;
+use daemon::{Mount, mounted};
 use homes::{Homes, json_lines};
-
-/// A running `ctxfold mount`, unmounted (and its daemon ended) when dropped.
-struct Mount {
-    dir: PathBuf,
-    child: Child,
-    stderr: BufReader<ChildStderr>,
-    /// What it said on stderr so far.
-    said: String,
-}
-
-impl Mount {
-    /// Start one and wait until it says it is mounted (a folder's listing may come from the
-    /// kernel's cache of an earlier mount there: no sign).
-    fn start(env: &Env, dir: &Path) -> Self {
-        assert!(
-            Path::new("/dev/fuse").exists(),
-            "this machine has no /dev/fuse: the mount tests need FUSE"
-        );
-        // There already when a killed daemon's mount is on it (which answers nothing).
-        match fs::create_dir(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => panic!("{e}"),
-            _ => {}
-        }
-        let mut child = env
-            .command("ctxfold")
-            .args(["mount", dir.to_str().unwrap()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut said = String::new();
-        while !said.contains(" sessions at ") && !said.contains(" session at ") {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).unwrap() == 0 {
-                let status = child.wait().unwrap();
-                panic!("the mount ended ({status}): {said}");
-            }
-            said.push_str(&line);
-        }
-        Self {
-            dir: dir.to_path_buf(),
-            child,
-            stderr,
-            said,
-        }
-    }
-
-    /// Stop it as Ctrl-C does; its status and all it said on stderr.
-    fn stop(mut self) -> (Option<i32>, String) {
-        let pid = rustix::process::Pid::from_child(&self.child);
-        rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-        let mut rest = String::new();
-        self.stderr.read_to_string(&mut rest).unwrap();
-        let status = self.child.wait().unwrap();
-        (status.code(), format!("{}{rest}", self.said))
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = rustix::mount::unmount(&self.dir, rustix::mount::UnmountFlags::DETACH);
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-fn mounted(dir: &Path) -> bool {
-    let dir = dir.to_str().unwrap();
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|l| l.split(' ').nth(4) == Some(dir))
-}
 
 /// Where `path` is under its agent's home, as the mount lays it out (`codex/sessions/…`).
 fn in_mount(homes: &Homes, path: &Path) -> PathBuf {

@@ -10,41 +10,75 @@ use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs};
 use crate::error::{Error, Result};
 use crate::mount;
 
+mod background;
+
 /// How long a stopped mount waits for the files still open through it to be closed.
 const OPEN_FILES_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Show the folded sessions as files in a read-only folder, until Ctrl-C or `ctxfold unmount`
+/// Show the folded sessions as files: in a read-only folder, or at their places under the agents
 ///
-/// Mounts a read-only filesystem (FUSE) at DIR, an existing folder, and serves it in the
-/// foreground until Ctrl-C, SIGTERM, or `ctxfold unmount DIR` (or `umount DIR`); it unmounts on
-/// the way out. A mount left by a daemon that was killed is cleared by the next mount of the same
-/// folder, or by `ctxfold unmount`.
-///
+/// `ctxfold mount DIR` mounts a read-only filesystem (FUSE) at DIR, an existing folder.
 /// DIR/by-id/<id>.jsonl is every folded session, DIR/by-id/<id>@<N>.jsonl its generation N (N = 1
 /// the newest, as `restore ID@N`); DIR/codex/, DIR/pi/ and DIR/claude/ lay the sessions out as each
 /// agent's home does (sessions/YYYY/MM/DD/rollout-….jsonl and archived_sessions/ under Codex's,
 /// sessions/--<cwd>--/<time>_<id>.jsonl under Pi's, projects/<project>/<id>.jsonl under Claude
-/// Code's), each at the place `ctxfold restore` computes for it, as an agent's picker would look
-/// for them (an agent itself writes to its home: this mount is read-only). A session restore will
-/// not place without --to
-/// is under by-id/ only. Sizes are the sessions' own; a file's mtime is the one fold saw, else its
-/// manifest's.
+/// Code's), each at the place `ctxfold restore` computes for it. A session restore will not place
+/// without --to is under by-id/ only. What is shown is the store as it was when the mount started.
+/// Writes are refused (EROFS).
 ///
-/// What is shown is the store as it was when the mount started (mount again to see later folds).
-/// A read decodes only the objects that hold the range asked for, each checked before a byte is
-/// served (a packed object by its block's checksum, a loose one by its sha256), and a file read
-/// from start to end is checked whole against its sha256; a damaged object gives an I/O error
-/// (EIO) for the reads that need it, never wrong bytes, and a line on stderr naming the session
-/// and the damage. Nothing through the mount changes the store: writes are refused (EROFS).
+/// `ctxfold mount --agents` mounts over each agent's own session folder on this machine
+/// (~/.codex, which holds Codex's sessions/ and archived_sessions/, since archiving is a rename
+/// between the two; ~/.pi/agent/sessions; ~/.claude/projects; each moved by the agent's own
+/// variable, as fold finds them). The real files there are passed through untouched (by the
+/// kernel itself where it offers FUSE passthrough), new files are real files, and every folded
+/// session whose file is missing is shown at the place restore would write it to, so that an
+/// unmodified agent lists, opens and resumes it. The first open of such a session for writing
+/// (an agent resuming it appends), a truncate, a rename or a change of its mode or times first
+/// restores it into the real folder, verified and atomic as `ctxfold restore` does; from then on
+/// it is an ordinary file, which the next `fold --apply` folds as growth. Removing a session shown
+/// only from the store hides it from this mount, and deletes nothing (`ctxfold rm` deletes);
+/// removing a real file that is folded (`fold --remove-source` through the mount) leaves the
+/// folded session in its place. Folds and removals made while it runs are seen within a second.
+/// fold, ls and status read through it as through the folder below: they skip the sessions it
+/// shows from the store. When no mount runs, the folders are exactly as they were.
+///
+/// A mount serves in the foreground until Ctrl-C, SIGTERM, or `ctxfold unmount` (or `umount`);
+/// it unmounts on the way out. --background returns once the mount answers and says the pid of the
+/// daemon that serves it (its messages go to the log file named). A mount left by a daemon that
+/// was killed is cleared by the next mount of the same folder, or by `ctxfold unmount`.
+///
+/// Every read from the store decodes only the objects that hold the range asked for, each checked
+/// before a byte is served (a packed object by its block's checksum, a loose one by its sha256),
+/// and a file read from start to end is checked whole against its sha256; a damaged object gives
+/// an I/O error (EIO) for the reads that need it, never wrong bytes, and a line on stderr naming
+/// the session and the damage. Nothing through a mount changes the store. Sizes are the sessions'
+/// own; a file's mtime is the one fold saw, else its manifest's.
 ///
 /// Needs /dev/fuse, and the right to mount (root, or a fuse3 install's fusermount3 for other
-/// users).
+/// users); passthrough needs root and Linux 6.9 or later, and without it the daemon reads and
+/// writes the real files itself.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-mount", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct MountArgs {
     /// The folder to mount the sessions at (it must exist)
-    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    pub dir: PathBuf,
+    #[arg(
+        value_name = "DIR",
+        value_hint = clap::ValueHint::DirPath,
+        required_unless_present = "agents",
+        conflicts_with = "agents"
+    )]
+    pub dir: Option<PathBuf>,
+    /// Mount over each agent's own session folder: its real files, plus the folded sessions whose
+    /// files are missing
+    #[arg(long)]
+    pub agents: bool,
+    /// Return once mounted, leaving a daemon serving the mount
+    #[arg(long)]
+    pub background: bool,
+    /// Where a --background daemon writes what it says [default:
+    /// $XDG_STATE_HOME/ctxfold/mount.log, else ~/.local/state/ctxfold/mount.log]
+    #[arg(long, value_name = "FILE", requires = "background", value_hint = clap::ValueHint::FilePath)]
+    pub log: Option<PathBuf>,
     #[command(flatten)]
     pub talk: TalkArgs,
     #[command(flatten)]
@@ -54,20 +88,59 @@ pub struct MountArgs {
 impl Command for MountArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
-        let mounting = mount::mount(&store, &self.dir)?;
+        if self.background {
+            return background::start(io, &store, self.agents, self.dir.as_deref(), self.log);
+        }
+        let mounting = match &self.dir {
+            Some(dir) => {
+                let mounting = mount::mount(&store, dir)?;
+                io.note(format_args!(
+                    "mounted {} at {} (Ctrl-C or 'ctxfold unmount {}' to stop)",
+                    count(mounting.sessions as u64, "session"),
+                    path(dir),
+                    path(dir)
+                ));
+                mounting
+            }
+            None => {
+                let homes = crate::agents::Homes::from_env()?;
+                let (mounting, agents) = mount::mount_agents(&store, &homes)?;
+                for agent in agents {
+                    match agent {
+                        mount::AgentMount::Mounted { agent, dir } => io.note(format_args!(
+                            "mounted {}'s sessions at {}",
+                            agent.format().name(),
+                            path(&dir)
+                        )),
+                        mount::AgentMount::NoHome { agent, home } => io.note(format_args!(
+                            "{} has no home here ({} is missing): not mounted",
+                            agent.format().name(),
+                            path(&home)
+                        )),
+                    }
+                }
+                if mounting.dirs().is_empty() {
+                    return Err(Error::not_found(format!(
+                        "no agent's home is on this machine ({} looked for)",
+                        crate::agents::Agent::names_or()
+                    )));
+                }
+                io.note(format_args!(
+                    "mounted {} over the agents' folders (Ctrl-C or 'ctxfold unmount' to stop)",
+                    count(mounting.sessions as u64, "folded session")
+                ));
+                mounting
+            }
+        };
         for problem in &mounting.problems {
             io.warn(format_args!("left out: {problem}"));
         }
-        io.note(format_args!(
-            "mounted {} at {} (Ctrl-C or 'ctxfold unmount {}' to stop)",
-            count(mounting.sessions as u64, "session"),
-            path(&self.dir),
-            path(&self.dir)
-        ));
         let mut signals =
             Signals::new([SIGINT, SIGTERM]).map_err(|e| Error::system("watch for Ctrl-C", e))?;
         let signals_handle = signals.handle();
-        let said = format!("{}: unmounted {}", io.program(), path(&self.dir));
+        let dirs = mounting.dirs();
+        let shown = dirs.iter().map(|d| path(d)).collect::<Vec<_>>().join(", ");
+        let said = format!("{}: unmounted {shown}", io.program());
         mounting.serve(|unmount| {
             std::thread::spawn(move || {
                 if signals.forever().next().is_some() {
@@ -81,7 +154,7 @@ impl Command for MountArgs {
             });
         })?;
         signals_handle.close();
-        io.note(format_args!("unmounted {}", path(&self.dir)));
+        io.note(format_args!("unmounted {shown}"));
         Ok(Status::Success)
     }
 }
@@ -98,20 +171,44 @@ pub fn note_mounts(io: &mut Io<'_>, store: &crate::store::Store) {
 }
 
 /// Unmount a `ctxfold mount`, or clear one whose daemon was killed
+///
+/// Without DIR, unmounts every mount of the store (`mount DIR` and `mount --agents` alike). The
+/// unmount is lazy (as `umount -l`): the folder is free at once.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-unmount", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct UnmountArgs {
-    /// Where the sessions are mounted
+    /// Where the sessions are mounted [default: every mount of the store]
     #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    pub dir: PathBuf,
+    pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub talk: TalkArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 impl Command for UnmountArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        mount::unmount(&self.dir)?;
-        io.note(format_args!("unmounted {}", path(&self.dir)));
+        let dirs = match self.dir {
+            Some(dir) => vec![dir],
+            None => {
+                let store = self.store.open()?;
+                let mounted: Vec<PathBuf> = mount::mounts_of(&store)
+                    .into_iter()
+                    .map(|m| m.dir)
+                    .collect();
+                if mounted.is_empty() {
+                    return Err(Error::refused(format!(
+                        "the store {} is not mounted",
+                        path(store.root())
+                    )));
+                }
+                mounted
+            }
+        };
+        for dir in dirs {
+            mount::unmount(&dir)?;
+            io.note(format_args!("unmounted {}", path(&dir)));
+        }
         Ok(Status::Success)
     }
 }

@@ -23,13 +23,10 @@ use crate::store::Store;
 /// How long the kernel may keep what it was told: the tree does not change while mounted.
 const TTL: Duration = Duration::from_secs(60);
 
-/// Decoded parts kept for reads: a few packs' blocks' worth.
-const CACHE_BYTES: usize = 32 << 20;
-
 pub struct SessionsFs {
     store: Store,
     tree: Tree,
-    cache: Cache,
+    cache: Arc<Cache>,
     open: Mutex<HashMap<u64, Arc<Opened>>>,
     next_handle: AtomicU64,
     uid: u32,
@@ -37,16 +34,11 @@ pub struct SessionsFs {
 }
 
 impl SessionsFs {
-    pub fn new(store: Store, tree: Tree) -> Self {
-        // Decoded parts are kept here, in `cache`: the packs' own cache of decoded blocks need only
-        // hold the few a part is read from.
-        store
-            .odb()
-            .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
+    pub fn new(store: Store, tree: Tree, cache: Arc<Cache>) -> Self {
         Self {
             store,
             tree,
-            cache: Cache::new(CACHE_BYTES),
+            cache,
             open: Mutex::default(),
             next_handle: AtomicU64::new(1),
             uid: rustix::process::geteuid().as_raw(),

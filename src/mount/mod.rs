@@ -6,17 +6,28 @@
 //! offset from its objects, checked; [`fs`] answers the kernel. Not for writing: nothing through a
 //! mount changes the store.
 //!
+//! `mount --agents` ([`mount_agents`]) mounts over each agent's own session folder instead:
+//! [`overlay`] passes the real files through and shows the folded sessions whose files are missing
+//! ([`folded`]), numbered by [`nodes`]; a write to one makes it a real file first ([`copy_up`]).
+//!
 //! A mount is named `ctxfold:<store>` in the system's mount table (`/proc/self/mountinfo`), which
 //! is how [`mounts_of`] finds the mounts of a store, and `unmount` a mount of ctxfold's.
 
+pub mod copy_up;
+pub mod folded;
 pub mod fs;
+pub mod nodes;
+pub mod overlay;
 pub mod session;
 pub mod tree;
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use fuser::{Config, MountOption, SessionACL};
 
+use crate::agents::{Agent, Homes};
 use crate::error::{Error, IoContext, Result};
 use crate::store::Store;
 
@@ -24,13 +35,26 @@ use crate::store::Store;
 /// reaches it (through fusermount3), plain `fuse` where the mount call was made directly.
 const FS_TYPES: [&str; 2] = ["fuse.ctxfold", "fuse"];
 
-/// A mount about to be served: the tree built, the kernel's side made, nothing answered yet.
+/// Decoded parts kept for reads: a few packs' blocks' worth, shared by every mount of a daemon.
+const CACHE_BYTES: usize = 32 << 20;
+
+/// Mounts about to be served: the kernel's side made, nothing answered yet.
 pub struct Mounting {
-    session: fuser::Session<fs::SessionsFs>,
-    dir: PathBuf,
-    /// Manifests that could not be read, left out of the tree.
+    mounts: Vec<(PathBuf, Box<dyn Served>)>,
+    /// Manifests that could not be read, left out.
     pub problems: Vec<String>,
     pub sessions: usize,
+}
+
+/// A mount of any of ours, served until it goes.
+trait Served: Send {
+    fn run(self: Box<Self>) -> std::io::Result<()>;
+}
+
+impl<FS: fuser::Filesystem> Served for fuser::Session<FS> {
+    fn run(self: Box<Self>) -> std::io::Result<()> {
+        (*self).run()
+    }
 }
 
 /// Mount `store` at `dir` (an existing folder; a dead mount of ours left there by a killed
@@ -43,18 +67,122 @@ pub fn mount(store: &Store, dir: &Path) -> Result<Mounting> {
     }
     let tree = tree::Tree::of(store)?;
     let problems = tree.problems.clone();
-    let sessions = std::fs::read_dir(store.manifests_dir())
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0);
+    let mut config = config(store)?;
+    config.mount_options.push(MountOption::RO);
+    config.mount_options.push(MountOption::NoExec);
+    let fs = fs::SessionsFs::new(store.clone(), tree, part_cache(store));
+    let session = session_at(fs, dir, &config)?;
+    Ok(Mounting {
+        mounts: vec![(absolute(dir)?, Box::new(session))],
+        problems,
+        sessions: count_sessions(store),
+    })
+}
+
+/// Where an agents mount goes for `agent`: the folder that holds all its session folders (Codex's
+/// home, which holds `sessions/` and `archived_sessions/`: an archive is a rename between them,
+/// which fails across two mounts), and that folder's path under the home.
+pub fn agent_root(homes: &Homes, agent: Agent) -> (PathBuf, PathBuf) {
+    let home = homes.of(agent);
+    match agent.format().trees() {
+        [one] => (home.join(one.dir), PathBuf::from(one.dir)),
+        _ => (home.to_path_buf(), PathBuf::new()),
+    }
+}
+
+/// One agent mounted over, or why not.
+pub enum AgentMount {
+    Mounted {
+        agent: Agent,
+        dir: PathBuf,
+    },
+    /// The agent's home is not on this machine.
+    NoHome {
+        agent: Agent,
+        home: PathBuf,
+    },
+}
+
+/// Mount over each agent's session folder (see [`agent_root`]) the overlay of its real files and
+/// its folded sessions; an agent whose home is missing is left alone.
+pub fn mount_agents(store: &Store, homes: &Homes) -> Result<(Mounting, Vec<AgentMount>)> {
+    // Files an agent makes through the mount take the mode it asks for less its own umask (the
+    // kernel hands both over), not less this process's.
+    rustix::process::umask(rustix::fs::Mode::empty());
+    let (folded, problems) = folded::Folded::of(store)?;
+    let folded = Arc::new(folded);
+    let cache = part_cache(store);
+    let store_root = absolute(store.root())?;
+    let mut config = config(store)?;
+    config.mount_options.push(MountOption::RW);
+    config.mount_options.push(MountOption::DefaultPermissions);
+    let mut mounts: Vec<(PathBuf, Box<dyn Served>)> = Vec::new();
+    let mut said = Vec::new();
+    for agent in Agent::ALL {
+        let home = homes.of(agent);
+        let (dir, prefix) = agent_root(homes, agent);
+        // Before anything looks at the home: a dead mount answers nothing there.
+        clear_dead_mount(&dir)?;
+        if !home.is_dir() {
+            said.push(AgentMount::NoHome {
+                agent,
+                home: home.to_path_buf(),
+            });
+            continue;
+        }
+        let dir = absolute(&dir)?;
+        if mounts_of(store).iter().any(|m| m.dir == dir) {
+            return Err(Error::refused(format!(
+                "{} is mounted already ('ctxfold unmount {}' first)",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        if store_root.starts_with(&dir) {
+            return Err(Error::usage(format!(
+                "the store {} is inside {}, which the mount would cover",
+                store_root.display(),
+                dir.display()
+            )));
+        }
+        crate::store::create_private_dir(&dir)?;
+        let below = open_below(&dir)?;
+        let fs = overlay::AgentFs::new(
+            store.clone(),
+            agent,
+            prefix,
+            below,
+            dir.clone(),
+            folded.clone(),
+            cache.clone(),
+        )
+        .with_path("open", &dir)?;
+        mounts.push((dir.clone(), Box::new(session_at(fs, &dir, &config)?)));
+        said.push(AgentMount::Mounted { agent, dir });
+    }
+    let mounting = Mounting {
+        mounts,
+        problems,
+        sessions: count_sessions(store),
+    };
+    Ok((mounting, said))
+}
+
+/// The folder at `dir` as it is now, to be reached once a mount covers it.
+fn open_below(dir: &Path) -> Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io("open", dir, e.into()))
+}
+
+/// What every mount of ours is mounted with.
+fn config(store: &Store) -> Result<Config> {
     let mut config = Config::default();
     config.mount_options = vec![
-        MountOption::RO,
-        MountOption::NoExec,
         MountOption::NoSuid,
         MountOption::NoDev,
         MountOption::FSName(format!("ctxfold:{}", absolute(store.root())?.display())),
@@ -62,34 +190,73 @@ pub fn mount(store: &Store, dir: &Path) -> Result<Mounting> {
     ];
     config.acl = SessionACL::Owner;
     config.n_threads = Some(2);
-    let fs = fs::SessionsFs::new(store.clone(), tree);
-    let session = fuser::Session::new(fs, dir, &config).map_err(|e| {
+    Ok(config)
+}
+
+fn session_at<FS: fuser::Filesystem>(
+    fs: FS,
+    dir: &Path,
+    config: &Config,
+) -> Result<fuser::Session<FS>> {
+    fuser::Session::new(fs, dir, config).map_err(|e| {
         let hint = match Path::new("/dev/fuse").exists() {
             true => "",
             false => " (this machine has no /dev/fuse: load the fuse module, or run where FUSE is)",
         };
         Error::io(format!("mount ctxfold at{hint}"), dir, e)
-    })?;
-    Ok(Mounting {
-        session,
-        dir: absolute(dir)?,
-        problems,
-        sessions,
     })
 }
 
+/// The cache of decoded parts a daemon's mounts share. Decoded parts are kept there: the packs' own
+/// cache of decoded blocks need only hold the few a part is read from.
+fn part_cache(store: &Store) -> Arc<session::Cache> {
+    store
+        .odb()
+        .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
+    Arc::new(session::Cache::new(CACHE_BYTES))
+}
+
+fn count_sessions(store: &Store) -> usize {
+    std::fs::read_dir(store.manifests_dir())
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 impl Mounting {
-    /// Serve until the mount goes (`unmount`, `umount`, or `stop`'s doing): `stop` is handed what
-    /// unmounts it, to call from another thread (a signal's). The unmount is lazy, as `umount -l`:
-    /// the folder is free at once, and files open through it are served until they are closed.
+    /// The folders mounted.
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        self.mounts.iter().map(|(dir, _)| dir.clone()).collect()
+    }
+
+    /// Serve until every mount goes (`unmount`, `umount`, or `stop`'s doing): `stop` is handed
+    /// what unmounts them all, to call from another thread (a signal's). The unmount is lazy, as
+    /// `umount -l`: the folders are free at once, and files open through them are served until
+    /// they are closed.
     pub fn serve(self, stop: impl FnOnce(Box<dyn FnOnce() + Send>)) -> Result<()> {
-        let dir = self.dir.clone();
+        let dirs = self.dirs();
         stop(Box::new(move || {
-            let _ = rustix::mount::unmount(&dir, rustix::mount::UnmountFlags::DETACH);
+            for dir in dirs {
+                let _ = rustix::mount::unmount(&dir, rustix::mount::UnmountFlags::DETACH);
+            }
         }));
-        self.session
-            .run()
-            .map_err(|e| Error::system("serve the mount", e))
+        std::thread::scope(|scope| {
+            let served: Vec<_> = self
+                .mounts
+                .into_iter()
+                .map(|(_, mount)| scope.spawn(move || mount.run()))
+                .collect();
+            for one in served {
+                one.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    .map_err(|e| Error::system("serve the mount", e))?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -124,6 +291,18 @@ pub fn mounts() -> Vec<Mounted> {
 pub fn mounts_of(store: &Store) -> Vec<Mounted> {
     let root = absolute(store.root()).unwrap_or_else(|_| store.root().to_path_buf());
     mounts().into_iter().filter(|m| m.store == root).collect()
+}
+
+/// Whether `dir` lies in a mount of ours, whose files may be shown from a store.
+pub fn within_mount(dir: &Path) -> bool {
+    let dir = absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    mounts().iter().any(|m| dir.starts_with(&m.dir))
+}
+
+/// Whether `path`, seen through an agents mount, is a folded session shown from the store (no
+/// real file is there): what fold and ls skip, as they would the missing file.
+pub fn shown_from_store(path: &Path) -> bool {
+    rustix::fs::lgetxattr(path, overlay::FOLDED_XATTR, &mut [0u8; 0]).is_ok()
 }
 
 /// One line of `/proc/self/mountinfo`: `ID PARENT MAJ:MIN ROOT DIR OPTS [TAGS…] - TYPE SOURCE

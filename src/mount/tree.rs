@@ -42,6 +42,20 @@ pub struct Node {
     pub kind: Kind,
 }
 
+/// The manifest at `path`, and its session as a file shows it.
+pub fn file_of(path: &Path) -> Result<(Manifest, File)> {
+    let manifest = Store::load_manifest_file(path)?;
+    let written = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .with_path("stat", path)?;
+    let file = File {
+        manifest: path.to_path_buf(),
+        size: manifest.source.bytes,
+        mtime: manifest.session.modified().unwrap_or(written),
+    };
+    Ok((manifest, file))
+}
+
 /// The whole namespace, and the manifests it could not read (left out, each with why).
 #[derive(Debug)]
 pub struct Tree {
@@ -118,18 +132,7 @@ impl Tree {
 
     /// A manifest and what its file shows; `None` (noted) when it cannot be read.
     fn read(&mut self, path: &Path) -> Option<(Manifest, File)> {
-        let read = Store::load_manifest_file(path).and_then(|manifest| {
-            let written = std::fs::metadata(path)
-                .and_then(|m| m.modified())
-                .with_path("stat", path)?;
-            let file = File {
-                manifest: path.to_path_buf(),
-                size: manifest.source.bytes,
-                mtime: manifest.session.modified().unwrap_or(written),
-            };
-            Ok((manifest, file))
-        });
-        match read {
+        match file_of(path) {
             Ok(read) => Some(read),
             Err(e) => {
                 self.problems.push(e.to_string());

@@ -192,6 +192,9 @@ fn walk(dir: &Path, tree: &Tree, candidates: &mut Vec<Candidate>, found: &mut Di
     if !dir.is_dir() {
         return;
     }
+    // Through an agents mount, the folded sessions shown where their files are missing are not
+    // files to fold: they are what was folded.
+    let mounted = crate::mount::within_mount(dir);
     let walker = ignore::WalkBuilder::new(dir)
         .standard_filters(false)
         .follow_links(false)
@@ -213,6 +216,9 @@ fn walk(dir: &Path, tree: &Tree, candidates: &mut Vec<Candidate>, found: &mut Di
             continue;
         }
         let path = entry.into_path();
+        if mounted && crate::mount::shown_from_store(&path) {
+            continue;
+        }
         if let Some(index) = seed_index(&path) {
             found.seed_indexes.push(index);
             continue;
