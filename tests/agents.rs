@@ -9,12 +9,17 @@
 //! Claude Code compact at the start of a resumed follow-up turn, Pi right after the turn) and
 //! `small`.
 //!
+//! With `ctxfold mount --agents` (a real FUSE mount over the agent's session folder), each agent
+//! resumes a session folded away with `--remove-source` at its normal path, with no restore.
+//!
 //! The npm install is cached (see install.rs); without npm or the agents these tests fail loudly.
 
 mod common;
 
 #[path = "agents/agent.rs"]
 mod agent;
+#[path = "mounts/daemon.rs"]
+mod daemon;
 #[path = "agents/install.rs"]
 mod install;
 #[path = "agents/mock.rs"]
@@ -465,4 +470,94 @@ fn pi_porcelain_journey() {
 #[test]
 fn claude_porcelain_journey() {
     porcelain_journey(Kind::Claude);
+}
+
+/// The folder `ctxfold mount --agents` mounts over for `agent` (as `mount::agent_root` computes).
+fn mount_root(agent: &Agent) -> std::path::PathBuf {
+    match agent.kind {
+        Kind::Codex => agent.config_dir(),
+        Kind::Pi => agent.config_dir().join("sessions"),
+        Kind::Claude => agent.config_dir().join("projects"),
+    }
+}
+
+/// Transparent access: the sessions folded with `--remove-source`, gone from the disk; with
+/// `ctxfold mount --agents` running, the agent's own resume finds the folded session at its
+/// normal path, reads its history and appends its turn, which lands in a real file after the
+/// original bytes; the session not resumed stays folded only. Once the mount stops, the next fold
+/// folds the resumed one as growth and restore gives the grown bytes back.
+fn mount_journey(kind: Kind) {
+    let written = write_sessions(kind);
+    let mut env = Env::new();
+    env.set(written.agent.config_var(), written.agent.config_dir());
+    let originals: Vec<Vec<u8>> = written
+        .sessions()
+        .iter()
+        .map(|s| std::fs::read(&s.path).unwrap())
+        .collect();
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", "--remove-source", "--allow-active"],
+    )
+    .ok();
+    resume_needs_the_file(&written);
+    for session in written.sessions() {
+        assert!(!session.path.exists(), "{}", session.path.display());
+    }
+
+    let root = mount_root(&written.agent);
+    let mount = daemon::Mount::agents(&env, &[root.as_path()]);
+    for (session, original) in written.sessions().into_iter().zip(&originals) {
+        assert!(
+            std::fs::read(&session.path).unwrap() == *original,
+            "{kind:?}: {} through the mount",
+            session.path.display()
+        );
+    }
+    let grown = resume_restored(&written, &originals[0]);
+    let (code, said) = mount.stop();
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        !said.contains("error"),
+        "{kind:?}: the mount reported errors: {said}"
+    );
+
+    assert!(
+        std::fs::read(&written.work.path).unwrap() == grown,
+        "{kind:?}: the resumed session is not a real file holding the appended turn"
+    );
+    assert!(
+        !written.small.path.exists(),
+        "{kind:?}: a session nobody wrote to was made real"
+    );
+    let fold = env.run("ctxfold", ["fold", "--apply"]).ok().stdout_text();
+    assert!(fold.contains("1 grown"), "{kind:?}: {fold}");
+    let copy = env.path("grown.jsonl");
+    env.run(
+        "ctxfold",
+        [
+            "restore".as_ref(),
+            written.work.id.as_ref(),
+            "--to".as_ref(),
+            copy.as_os_str(),
+        ],
+    )
+    .ok();
+    assert!(std::fs::read(&copy).unwrap() == grown);
+    env.run("ctxfold", ["fsck", "--full"]).ok();
+}
+
+#[test]
+fn codex_resumes_a_folded_session_through_the_mount() {
+    mount_journey(Kind::Codex);
+}
+
+#[test]
+fn pi_continues_a_folded_session_through_the_mount() {
+    mount_journey(Kind::Pi);
+}
+
+#[test]
+fn claude_resumes_a_folded_session_through_the_mount() {
+    mount_journey(Kind::Claude);
 }
