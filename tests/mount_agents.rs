@@ -417,3 +417,170 @@ fn a_second_mount_of_a_folder_is_refused_and_unmount_without_a_folder_stops_ever
         .fails(3)
         .one_line_error("is not mounted");
 }
+
+/// Whether process `pid` has ended (a zombie has).
+fn ended(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/status")) {
+        Err(_) => true,
+        Ok(status) => status.lines().any(|l| l.starts_with("State:\tZ")),
+    }
+}
+
+#[test]
+fn background_returns_once_mounted_says_its_pid_and_stops_with_unmount() {
+    let folded = Folded::new();
+    let log = folded.env.path("state/mount.log");
+    let started = folded
+        .env
+        .run(
+            "ctxfold",
+            [
+                "mount",
+                "--agents",
+                "--background",
+                "--log",
+                log.to_str().unwrap(),
+            ],
+        )
+        .ok();
+    let pid: u32 = started
+        .stderr
+        .split("served by pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid said: {}", started.stderr));
+    assert!(started.stderr.contains("mounted Codex's sessions at"));
+    for root in folded.roots() {
+        assert!(mounted(&root), "{}", root.display());
+    }
+    let session = folded.folded_only().next().unwrap();
+    assert!(fs::read(&session.rollout_path).unwrap() == session.bytes);
+    folded.env.run("ctxfold", ["unmount"]).ok();
+    let waited = std::time::Instant::now();
+    while !ended(pid) {
+        assert!(waited.elapsed().as_secs() < 10, "the daemon goes on");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for root in folded.roots() {
+        assert!(!mounted(&root), "{}", root.display());
+    }
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(said.contains("unmounted"), "{said}");
+
+    // A daemon that cannot mount: its error, and the command fails.
+    let missing = folded.env.path("missing");
+    folded
+        .env
+        .run(
+            "ctxfold",
+            [
+                "mount",
+                "--background",
+                "--log",
+                log.to_str().unwrap(),
+                missing.to_str().unwrap(),
+            ],
+        )
+        .fails(3)
+        .one_line_error("the mount's daemon ended");
+}
+
+#[test]
+fn two_mounts_of_one_store_a_fold_and_a_gc_beside_them_break_no_read() {
+    let folded = Folded::new();
+    let agents = folded.mount();
+    let plain = folded.env.path("mnt");
+    let by_id = Mount::start(&folded.env, &plain);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let reads = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for session in folded.folded_only() {
+                    let through_agents = fs::read(&session.rollout_path).unwrap();
+                    assert!(through_agents == session.bytes, "{}", session.id);
+                    let by_id = plain.join("by-id").join(format!("{}.jsonl", session.id));
+                    assert!(fs::read(&by_id).unwrap() == session.bytes, "{}", session.id);
+                    reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        });
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .open(&folded.kept.rollout_path)
+            .unwrap();
+        file.write_all(b"{\"more\":1}\n").unwrap();
+        drop(file);
+        folded.env.run("ctxfold", ["fold", "--apply"]).ok();
+        folded
+            .env
+            .run("ctxfold", ["gc", "--apply", "--aggressive"])
+            .ok();
+        folded.env.run("ctxfold", ["unpack"]).ok();
+        folded.env.run("ctxfold", ["repack"]).ok();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert!(reads.into_inner() > 0);
+    agents.stop();
+    by_id.stop();
+    folded.env.run("ctxfold", ["fsck", "--full"]).ok();
+}
+
+#[test]
+fn a_damaged_object_is_an_io_error_through_the_agents_mount_and_no_copy_is_made() {
+    let folded = Folded::new();
+    folded.env.run("ctxfold", ["unpack"]).ok();
+    let session = folded.folded_only().max_by_key(|s| s.bytes.len()).unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &fs::read(
+            folded
+                .env
+                .store
+                .join(format!("manifests/{}.json", session.id)),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let parts = manifest["parts"].as_array().unwrap();
+    let last = &parts[parts.len() - 1]["object"];
+    let sha = last["sha256"].as_str().unwrap();
+    let size = last["raw_bytes"].as_u64().unwrap() as usize;
+    let damaged = folded
+        .env
+        .store
+        .join(format!("objects/{}/{sha}.zst", &sha[..2]));
+    fs::set_permissions(
+        &damaged,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    fs::write(
+        &damaged,
+        zstd::encode_all(&vec![b'x'; size][..], 3).unwrap(),
+    )
+    .unwrap();
+
+    let mount = folded.mount();
+    let path = &session.rollout_path;
+    let err = fs::read(path).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    // A write would restore it first: the restore fails, and nothing is left in its place.
+    let err = fs::OpenOptions::new().append(true).open(path).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert!(is_shown_from_store(path));
+    let (_, said) = mount.stop();
+    assert!(said.contains(&format!("session {}", session.id)), "{said}");
+    assert!(said.contains("restore"), "{said}");
+    assert!(!path.exists());
+    let parent = path.parent().unwrap();
+    let left: Vec<_> = match fs::read_dir(parent) {
+        Ok(dir) => dir.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    assert!(
+        left.iter()
+            .all(|p| !p.to_string_lossy().contains(".restore-")),
+        "a restore's temp file is left: {left:?}"
+    );
+}
