@@ -506,7 +506,7 @@ fn mount_journey(kind: Kind) {
     }
 
     let root = mount_root(&written.agent);
-    let mount = daemon::Mount::agents(&env, &[root.as_path()]);
+    let mount = daemon::Mount::agents(&env, &[root.as_path()], &[]);
     for (session, original) in written.sessions().into_iter().zip(&originals) {
         assert!(
             std::fs::read(&session.path).unwrap() == *original,

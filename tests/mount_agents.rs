@@ -79,8 +79,13 @@ impl Folded {
     }
 
     fn mount(&self) -> Mount {
+        self.mount_with(&[])
+    }
+
+    /// `mount --agents` with more arguments.
+    fn mount_with(&self, args: &[&str]) -> Mount {
         let roots = self.roots();
-        Mount::agents(&self.env, &roots.each_ref().map(|r| r.as_path()))
+        Mount::agents(&self.env, &roots.each_ref().map(|r| r.as_path()), args)
     }
 
     fn sessions(&self) -> impl Iterator<Item = &Placed> {
@@ -179,6 +184,15 @@ fn folded_sessions_are_at_their_places_beside_the_real_files_and_only_while_moun
 
 #[test]
 fn the_first_write_makes_a_folded_session_a_real_file_and_the_append_lands_after_its_bytes() {
+    first_write(&[]);
+}
+
+#[test]
+fn the_first_write_without_kernel_passthrough() {
+    first_write(&["--no-passthrough"]);
+}
+
+fn first_write(args: &[&str]) {
     let folded = Folded::new();
     let codex = folded
         .homes
@@ -192,7 +206,7 @@ fn the_first_write_makes_a_folded_session_a_real_file_and_the_append_lands_after
         .iter()
         .find(|s| s.path.starts_with(&folded.homes.pi))
         .unwrap();
-    let mount = folded.mount();
+    let mount = folded.mount_with(args);
     let tail = b"{\"type\":\"appended through the mount\"}\n";
     for session in [codex, pi, &folded.claude] {
         let path = &session.rollout_path;
@@ -369,8 +383,17 @@ fn fold_remove_source_through_the_mount_frees_a_file_and_keeps_it_in_sight() {
 
 #[test]
 fn a_killed_daemon_loses_no_appended_byte_and_the_next_mount_clears_its_mounts() {
+    killed(&[]);
+}
+
+#[test]
+fn a_killed_daemon_without_kernel_passthrough_loses_no_appended_byte() {
+    killed(&["--no-passthrough"]);
+}
+
+fn killed(args: &[&str]) {
     let folded = Folded::new();
-    let mut mount = folded.mount();
+    let mut mount = folded.mount_with(args);
     let session = folded.folded_only().next().unwrap();
     let mut file = fs::OpenOptions::new()
         .append(true)

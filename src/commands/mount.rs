@@ -72,6 +72,9 @@ pub struct MountArgs {
     /// files are missing
     #[arg(long)]
     pub agents: bool,
+    /// Serve the real files under --agents through ctxfold itself, not the kernel's passthrough
+    #[arg(long, requires = "agents")]
+    pub no_passthrough: bool,
     /// Return once mounted, leaving a daemon serving the mount
     #[arg(long)]
     pub background: bool,
@@ -89,7 +92,7 @@ impl Command for MountArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
         if self.background {
-            return background::start(io, &store, self.agents, self.dir.as_deref(), self.log);
+            return background::start(io, &store, &self);
         }
         let mounting = match &self.dir {
             Some(dir) => {
@@ -104,7 +107,7 @@ impl Command for MountArgs {
             }
             None => {
                 let homes = crate::agents::Homes::from_env()?;
-                let (mounting, agents) = mount::mount_agents(&store, &homes)?;
+                let (mounting, agents) = mount::mount_agents(&store, &homes, !self.no_passthrough)?;
                 for agent in agents {
                     match agent {
                         mount::AgentMount::Mounted { agent, dir } => io.note(format_args!(

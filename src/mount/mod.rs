@@ -104,8 +104,13 @@ pub enum AgentMount {
 }
 
 /// Mount over each agent's session folder (see [`agent_root`]) the overlay of its real files and
-/// its folded sessions; an agent whose home is missing is left alone.
-pub fn mount_agents(store: &Store, homes: &Homes) -> Result<(Mounting, Vec<AgentMount>)> {
+/// its folded sessions; an agent whose home is missing is left alone. `passthrough`: let the
+/// kernel read and write the real files where it can.
+pub fn mount_agents(
+    store: &Store,
+    homes: &Homes,
+    passthrough: bool,
+) -> Result<(Mounting, Vec<AgentMount>)> {
     // Files an agent makes through the mount take the mode it asks for less its own umask (the
     // kernel hands both over), not less this process's.
     rustix::process::umask(rustix::fs::Mode::empty());
@@ -155,6 +160,7 @@ pub fn mount_agents(store: &Store, homes: &Homes) -> Result<(Mounting, Vec<Agent
             dir.clone(),
             folded.clone(),
             cache.clone(),
+            passthrough,
         )
         .with_path("open", &dir)?;
         mounts.push((dir.clone(), Box::new(session_at(fs, &dir, &config)?)));

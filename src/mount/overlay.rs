@@ -67,6 +67,8 @@ pub struct AgentFs {
     next_handle: AtomicU64,
     /// Each open inode's passthrough handle, shared by its opens, as the kernel requires.
     backing: Mutex<HashMap<u64, Weak<BackingId>>>,
+    /// Whether passthrough is asked for, and (once the kernel said) whether it is on.
+    wants_passthrough: bool,
     passthrough: AtomicBool,
     /// One copy-up at a time: two opens of one session restore it once.
     copying: Mutex<()>,
@@ -101,6 +103,7 @@ impl AgentFs {
         shown: PathBuf,
         folded: Arc<Folded>,
         cache: Arc<Cache>,
+        passthrough: bool,
     ) -> io::Result<Self> {
         let real = PathBuf::from(format!(
             "/proc/self/fd/{}",
@@ -122,6 +125,7 @@ impl AgentFs {
             handles: Mutex::default(),
             next_handle: AtomicU64::new(1),
             backing: Mutex::default(),
+            wants_passthrough: passthrough,
             passthrough: AtomicBool::new(false),
             copying: Mutex::new(()),
         })
@@ -475,7 +479,8 @@ fn xattr_reply(value: &[u8], size: u32, reply: ReplyXattr) {
 
 impl Filesystem for AgentFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
-        let passthrough = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+        let passthrough = self.wants_passthrough
+            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
             && config.set_max_stack_depth(1).is_ok();
         self.passthrough.store(passthrough, Ordering::Relaxed);
         Ok(())

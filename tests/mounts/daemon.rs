@@ -33,13 +33,10 @@ impl Mount {
         )
     }
 
-    /// `ctxfold mount --agents`, over `dirs`.
-    pub fn agents(env: &Env, dirs: &[&Path]) -> Self {
-        Self::run(
-            env,
-            &["mount", "--agents"],
-            dirs.iter().map(|d| d.to_path_buf()).collect(),
-        )
+    /// `ctxfold mount --agents` with `more` arguments, over `dirs`.
+    pub fn agents(env: &Env, dirs: &[&Path], more: &[&str]) -> Self {
+        let args: Vec<&str> = ["mount", "--agents"].iter().chain(more).copied().collect();
+        Self::run(env, &args, dirs.iter().map(|d| d.to_path_buf()).collect())
     }
 
     /// Start one and wait until it says it is mounted (a folder's listing may come from the

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use super::MountArgs;
 use crate::cli::human::path;
 use crate::cli::{Io, Status};
 use crate::error::{Error, IoContext, Result};
@@ -18,15 +19,9 @@ const READY_WITHIN: Duration = Duration::from_secs(120);
 /// What every mount says once it answers.
 const READY: &str = "to stop)";
 
-pub fn start(
-    io: &mut Io<'_>,
-    store: &Store,
-    agents: bool,
-    dir: Option<&Path>,
-    log: Option<PathBuf>,
-) -> Result<Status> {
-    let log = match log {
-        Some(log) => log,
+pub fn start(io: &mut Io<'_>, store: &Store, args: &MountArgs) -> Result<Status> {
+    let log = match &args.log {
+        Some(log) => log.clone(),
         None => default_log()?,
     };
     if let Some(parent) = log.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -42,11 +37,13 @@ pub fn start(
     let exe = std::env::current_exe().map_err(|e| Error::system("find ctxfold itself", e))?;
     let mut command = std::process::Command::new(exe);
     command.arg("mount");
-    match dir {
+    match &args.dir {
         Some(dir) => command.arg(std::path::absolute(dir).with_path("resolve", dir)?),
-        None if agents => command.arg("--agents"),
-        None => unreachable!("clap requires DIR or --agents"),
+        None => command.arg("--agents"),
     };
+    if args.no_passthrough {
+        command.arg("--no-passthrough");
+    }
     command
         .arg("--store")
         .arg(std::path::absolute(store.root()).with_path("resolve", store.root())?)
