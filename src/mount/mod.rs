@@ -115,8 +115,12 @@ pub fn mount_agents(
     // kernel hands both over), not less this process's.
     rustix::process::umask(rustix::fs::Mode::empty());
     let (folded, problems) = folded::Folded::of(store)?;
-    let folded = Arc::new(folded);
-    let cache = part_cache(store);
+    let shared = overlay::Shared {
+        store: store.clone(),
+        folded: Arc::new(folded),
+        cache: part_cache(store),
+        passthrough,
+    };
     let store_root = absolute(store.root())?;
     let mut config = config(store)?;
     config.mount_options.push(MountOption::RW);
@@ -152,17 +156,8 @@ pub fn mount_agents(
         }
         crate::store::create_private_dir(&dir)?;
         let below = open_below(&dir)?;
-        let fs = overlay::AgentFs::new(
-            store.clone(),
-            agent,
-            prefix,
-            below,
-            dir.clone(),
-            folded.clone(),
-            cache.clone(),
-            passthrough,
-        )
-        .with_path("open", &dir)?;
+        let fs = overlay::AgentFs::new(shared.clone(), agent, prefix, below, dir.clone())
+            .with_path("open", &dir)?;
         mounts.push((dir.clone(), Box::new(session_at(fs, &dir, &config)?)));
         said.push(AgentMount::Mounted { agent, dir });
     }

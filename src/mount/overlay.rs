@@ -92,19 +92,32 @@ enum Look {
 
 type Answer<T> = std::result::Result<T, Errno>;
 
+/// What the agents mounts of one daemon share.
+#[derive(Clone)]
+pub struct Shared {
+    pub store: Store,
+    pub folded: Arc<Folded>,
+    pub cache: Arc<Cache>,
+    /// Whether to let the kernel read and write the real files where it can.
+    pub passthrough: bool,
+}
+
 impl AgentFs {
     /// The mount of `below` (the real folder `shown`, opened before it is mounted over), the
     /// folder at `prefix` under `agent`'s home.
     pub fn new(
-        store: Store,
+        shared: Shared,
         agent: Agent,
         prefix: PathBuf,
         below: OwnedFd,
         shown: PathBuf,
-        folded: Arc<Folded>,
-        cache: Arc<Cache>,
-        passthrough: bool,
     ) -> io::Result<Self> {
+        let Shared {
+            store,
+            folded,
+            cache,
+            passthrough,
+        } = shared;
         let real = PathBuf::from(format!(
             "/proc/self/fd/{}",
             std::os::fd::AsRawFd::as_raw_fd(&below)
