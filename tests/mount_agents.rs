@@ -439,6 +439,26 @@ fn a_second_mount_of_a_folder_is_refused_and_unmount_without_a_folder_stops_ever
         .run("ctxfold", ["unmount"])
         .fails(3)
         .one_line_error("is not mounted");
+    // A store inside an agent's folder would be served through its own mount.
+    let inside = folded.homes.codex.join("fold-store");
+    folded
+        .env
+        .run(
+            "ctxfold",
+            ["fold", "--apply", "--store", inside.to_str().unwrap()],
+        )
+        .ok();
+    folded
+        .env
+        .run(
+            "ctxfold",
+            ["mount", "--agents", "--store", inside.to_str().unwrap()],
+        )
+        .fails(2)
+        .one_line_error("which the mount would cover");
+    for root in folded.roots() {
+        assert!(!mounted(&root), "{}", root.display());
+    }
 }
 
 /// Whether process `pid` has ended (a zombie has).

@@ -164,8 +164,12 @@ impl AgentFs {
         lock(&self.hidden).contains(home_rel)
     }
 
+    /// Hide the folded session at `rel`, if one is there.
     fn hide(&self, rel: &Path) {
-        lock(&self.hidden).insert(self.home_rel(rel));
+        let home_rel = self.home_rel(rel);
+        if let Some(Entry::File(_)) = self.folded.entry(self.agent, &home_rel) {
+            lock(&self.hidden).insert(home_rel);
+        }
     }
 
     /// What `rel` is: the real file or folder when there is one, else a folded session or a
