@@ -627,3 +627,35 @@ fn a_damaged_object_is_an_io_error_through_the_agents_mount_and_no_copy_is_made(
         "a restore's temp file is left: {left:?}"
     );
 }
+
+#[test]
+fn a_session_open_to_read_while_an_agent_opens_it_to_append_serves_both() {
+    let folded = Folded::new();
+    let mount = folded.mount();
+    let session = folded.folded_only().next().unwrap();
+    let path = &session.rollout_path;
+    // Read twice, kept open: the second open reads what the kernel kept.
+    assert!(fs::read(path).unwrap() == session.bytes);
+    let reader = fs::File::open(path).unwrap();
+    let mut head = vec![0u8; 100];
+    std::os::unix::fs::FileExt::read_exact_at(&reader, &mut head, 0).unwrap();
+    assert_eq!(head, session.bytes[..100]);
+    let mut writer = fs::OpenOptions::new().append(true).open(path).unwrap();
+    writer.write_all(b"{\"appended\":1}\n").unwrap();
+    drop(writer);
+    std::os::unix::fs::FileExt::read_exact_at(&reader, &mut head, 0).unwrap();
+    assert_eq!(head, session.bytes[..100]);
+    drop(reader);
+    let grown = fs::read(path).unwrap();
+    assert!(grown.starts_with(&session.bytes) && grown.ends_with(b"{\"appended\":1}\n"));
+    // Once nothing reads it through the cache, the next write open is passed through again.
+    let mut writer = fs::OpenOptions::new().append(true).open(path).unwrap();
+    writer.write_all(b"{\"appended\":2}\n").unwrap();
+    drop(writer);
+    assert!(
+        fs::read(path)
+            .unwrap()
+            .ends_with(b"{\"appended\":1}\n{\"appended\":2}\n")
+    );
+    mount.stop();
+}

@@ -25,8 +25,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use super::copy_up::copy_up;
@@ -35,6 +35,7 @@ use super::nodes::Nodes;
 use super::session::{Cache, Opened};
 use super::tree::File as FoldedFile;
 use crate::agents::Agent;
+use crate::digest::Digest;
 use crate::store::Store;
 
 /// How long the kernel may keep what it was told: real files change under it (through this
@@ -70,6 +71,9 @@ pub struct AgentFs {
     /// Whether passthrough is asked for, and (once the kernel said) whether it is on.
     wants_passthrough: bool,
     passthrough: AtomicBool,
+    /// The folded sessions read through the kernel's cache, by inode: the sha256 of what it
+    /// cached, and how many opens of it are open now.
+    cached: Mutex<HashMap<u64, (Option<Digest>, usize)>>,
     /// One copy-up at a time: two opens of one session restore it once.
     copying: Mutex<()>,
 }
@@ -140,6 +144,7 @@ impl AgentFs {
             backing: Mutex::default(),
             wants_passthrough: passthrough,
             passthrough: AtomicBool::new(false),
+            cached: Mutex::default(),
             copying: Mutex::new(()),
         })
     }
@@ -280,7 +285,11 @@ impl AgentFs {
         file: &std::fs::File,
         open: impl FnOnce(&std::fs::File) -> io::Result<BackingId>,
     ) -> Option<Arc<BackingId>> {
-        if !self.passthrough.load(Ordering::Relaxed) {
+        // The kernel refuses to pass an inode through while it is open through its cache.
+        let cached_now = lock(&self.cached)
+            .get(&ino)
+            .is_some_and(|(_, opens)| *opens > 0);
+        if !self.passthrough.load(Ordering::Relaxed) || cached_now {
             return None;
         }
         let mut backing = lock(&self.backing);
@@ -300,6 +309,21 @@ impl AgentFs {
                 ));
                 None
             }
+        }
+    }
+
+    /// A read open of folded session `sha256` at inode `ino`, through the kernel's cache: what the
+    /// kernel cached of that inode stays good when it is the same session's bytes.
+    fn cached_open(&self, ino: u64, sha256: Digest) -> FopenFlags {
+        let mut cached = lock(&self.cached);
+        let (was, opens) = cached.entry(ino).or_insert((None, 0));
+        // The first open drops whatever the kernel kept of the inode before.
+        let same = *was == Some(sha256);
+        *was = Some(sha256);
+        *opens += 1;
+        match same {
+            true => FopenFlags::FOPEN_KEEP_CACHE,
+            false => FopenFlags::empty(),
         }
     }
 
@@ -496,6 +520,9 @@ fn xattr_reply(value: &[u8], size: u32, reply: ReplyXattr) {
 
 impl Filesystem for AgentFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        // A listing gives the kernel every entry's attributes too: `ls -l` of a folder of
+        // thousands of sessions is then one call, not one lookup per file.
+        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
         let passthrough = self.wants_passthrough
             && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
             && config.set_max_stack_depth(1).is_ok();
@@ -737,10 +764,8 @@ impl Filesystem for AgentFs {
                         ));
                         Errno::EIO
                     })?;
-                    // Served by the daemon, not cached by the kernel: a write open of the same
-                    // file, once it is real, is passed through, which the kernel refuses while
-                    // an open of the same inode is cached.
-                    Ok(Err(self.keep(Handle::Folded(Box::new(opened)))))
+                    let keep = self.cached_open(ino.0, opened.sha256());
+                    Ok(Err((self.keep(Handle::Folded(Box::new(opened))), keep)))
                 }
                 Some(Look::Folded(file)) => {
                     self.copy_up(&rel, &file)?;
@@ -754,7 +779,7 @@ impl Filesystem for AgentFs {
             }
         })();
         match opened {
-            Ok(Err(fh)) => reply.opened(fh, FopenFlags::FOPEN_DIRECT_IO),
+            Ok(Err((fh, keep))) => reply.opened(fh, keep),
             Ok(Ok(file)) => {
                 let backing = self.backing(ino.0, &file, |f| reply.open_backing(f));
                 let fh = self.keep(Handle::Real {
@@ -912,14 +937,21 @@ impl Filesystem for AgentFs {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        lock(&self.handles).remove(&fh.0);
+        if let Some(handle) = lock(&self.handles).remove(&fh.0)
+            && let Handle::Folded(_) = &*handle
+        {
+            let mut cached = lock(&self.cached);
+            if let Some((_, opens)) = cached.get_mut(&ino.0) {
+                *opens = opens.saturating_sub(1);
+            }
+        }
         reply.ok();
     }
 
@@ -953,6 +985,45 @@ impl Filesystem for AgentFs {
         };
         for (at, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(*ino), at as u64 + 1, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let handle = match self.handle(fh) {
+            Ok(handle) => handle,
+            Err(e) => return reply.error(e),
+        };
+        let Handle::Dir(entries) = &*handle else {
+            return reply.error(Errno::ENOTDIR);
+        };
+        for (at, (entry, _, name)) in entries.iter().enumerate().skip(offset as usize) {
+            // "." and "..": the folder's own attributes (the kernel makes no entry of them).
+            let of = match at < 2 {
+                true => ino.0,
+                false => *entry,
+            };
+            // An entry gone since the listing was made is left out.
+            let Ok(Some(look)) = self.rel_of(INodeNo(of)).and_then(|rel| self.look(&rel)) else {
+                continue;
+            };
+            if reply.add(
+                INodeNo(*entry),
+                at as u64 + 1,
+                name,
+                &TTL,
+                &self.attr(of, &look),
+                Generation(0),
+            ) {
                 break;
             }
         }
@@ -1004,26 +1075,19 @@ impl Filesystem for AgentFs {
         }
     }
 
+    // No `listxattr`: the kernel then stops asking (`ls -l` would ask for every file), and
+    // `getxattr` answers only the one name.
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if name != FOLDED_XATTR {
+            return reply.error(Errno::NO_XATTR);
+        }
         let looked = self.rel_of(ino).and_then(|rel| self.look(&rel));
         match looked {
-            Ok(Some(Look::Folded(file))) if name == FOLDED_XATTR => {
+            Ok(Some(Look::Folded(file))) => {
                 let id = file.manifest.file_stem().unwrap_or_default();
                 xattr_reply(std::os::unix::ffi::OsStrExt::as_bytes(id), size, reply);
             }
             Ok(Some(_)) => reply.error(Errno::NO_XATTR),
-            Ok(None) => reply.error(Errno::ENOENT),
-            Err(e) => reply.error(e),
-        }
-    }
-
-    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let looked = self.rel_of(ino).and_then(|rel| self.look(&rel));
-        match looked {
-            Ok(Some(Look::Folded(_))) => {
-                xattr_reply(format!("{FOLDED_XATTR}\0").as_bytes(), size, reply)
-            }
-            Ok(Some(_)) => xattr_reply(b"", size, reply),
             Ok(None) => reply.error(Errno::ENOENT),
             Err(e) => reply.error(e),
         }

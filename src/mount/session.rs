@@ -65,6 +65,11 @@ impl Opened {
         &self.manifest.session.id
     }
 
+    /// The sha256 of the session's bytes.
+    pub fn sha256(&self) -> Digest {
+        self.manifest.source.sha256
+    }
+
     pub fn size(&self) -> u64 {
         self.manifest.source.bytes
     }
