@@ -39,8 +39,9 @@ const OPEN_FILES_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// only from the store hides it from this mount, and deletes nothing (`ctxfold rm` deletes);
 /// removing a real file that is folded (`fold --remove-source` through the mount) leaves the
 /// folded session in its place. Folds and removals made while it runs are seen within a second.
-/// fold, ls and status read through it as through the folder below: they skip the sessions it
-/// shows from the store. When no mount runs, the folders are exactly as they were.
+/// A session shown from the store has the sticky bit, meaningless on a file (`ls -l` shows
+/// -rw------T); fold, ls and status read through the mount as through the folder below: they skip
+/// those. When no mount runs, the folders are exactly as they were.
 ///
 /// A mount serves in the foreground until Ctrl-C, SIGTERM, or `ctxfold unmount` (or `umount`);
 /// it unmounts on the way out. --background returns once the mount answers and says the pid of the

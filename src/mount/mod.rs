@@ -303,7 +303,9 @@ pub fn within_mount(dir: &Path) -> bool {
 /// Whether `path`, seen through an agents mount, is a folded session shown from the store (no
 /// real file is there): what fold and ls skip, as they would the missing file.
 pub fn shown_from_store(path: &Path) -> bool {
-    rustix::fs::lgetxattr(path, overlay::FOLDED_XATTR, &mut [0u8; 0]).is_ok()
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file() && m.mode() & overlay::SHOWN_FROM_STORE != 0)
 }
 
 /// One line of `/proc/self/mountinfo`: `ID PARENT MAJ:MIN ROOT DIR OPTS [TAGS…] - TYPE SOURCE

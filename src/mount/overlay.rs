@@ -26,7 +26,7 @@ use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
     ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
 use super::copy_up::copy_up;
@@ -42,9 +42,11 @@ use crate::store::Store;
 /// mount, which tells it, but also by a fold, which does not).
 const TTL: Duration = Duration::from_secs(1);
 
-/// The extended attribute a folded-only file answers with its session's id: how `fold` walking an
-/// agent's folder through a mount tells the files it need not read.
-pub const FOLDED_XATTR: &str = "user.ctxfold.session";
+/// The mode bit of a file shown from the store (the sticky bit, meaningless on a file: `ls -l`
+/// shows `-rw------T`): how `fold` walking an agent's folder through a mount tells the files it
+/// need not read. Not an extended attribute: the kernel asks for `security.capability` before
+/// every write to a file of a filesystem that answers extended attributes at all.
+pub const SHOWN_FROM_STORE: u32 = libc::S_ISVTX;
 
 /// One agent's folder, mounted over.
 pub struct AgentFs {
@@ -219,7 +221,13 @@ impl AgentFs {
         };
         match look {
             Look::Real(meta) => real_attr(ino, meta),
-            Look::Folded(file) => folded(FileType::RegularFile, file.size, 0o600, 1, file.mtime),
+            Look::Folded(file) => folded(
+                FileType::RegularFile,
+                file.size,
+                0o600 | SHOWN_FROM_STORE as u16,
+                1,
+                file.mtime,
+            ),
             Look::FoldedDir => folded(FileType::Directory, 0, 0o700, 2, self.folded.read_at()),
         }
     }
@@ -506,16 +514,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn log(what: impl std::fmt::Display) {
     eprintln!("ctxfold mount: error: {what}");
-}
-
-fn xattr_reply(value: &[u8], size: u32, reply: ReplyXattr) {
-    if size == 0 {
-        reply.size(value.len() as u32);
-    } else if value.len() > size as usize {
-        reply.error(Errno::ERANGE);
-    } else {
-        reply.data(value);
-    }
 }
 
 impl Filesystem for AgentFs {
@@ -1072,24 +1070,6 @@ impl Filesystem for AgentFs {
                 s.f_frsize as u32,
             ),
             Err(e) => reply.error(Errno::from_i32(e.raw_os_error())),
-        }
-    }
-
-    // No `listxattr`: the kernel then stops asking (`ls -l` would ask for every file), and
-    // `getxattr` answers only the one name.
-    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        if name != FOLDED_XATTR {
-            return reply.error(Errno::NO_XATTR);
-        }
-        let looked = self.rel_of(ino).and_then(|rel| self.look(&rel));
-        match looked {
-            Ok(Some(Look::Folded(file))) => {
-                let id = file.manifest.file_stem().unwrap_or_default();
-                xattr_reply(std::os::unix::ffi::OsStrExt::as_bytes(id), size, reply);
-            }
-            Ok(Some(_)) => reply.error(Errno::NO_XATTR),
-            Ok(None) => reply.error(Errno::ENOENT),
-            Err(e) => reply.error(e),
         }
     }
 }
