@@ -49,7 +49,8 @@ impl Command for ReadSeedsArgs {
         if let Some(session_file) = &self.pi_session {
             let source = FileSource(session_file.clone());
             let ledger = Ledger::scan(&source)?;
-            let found: Vec<_> = pi_index_files(session_file, &ledger.session_id)
+            let id = ledger.session_id.as_deref().unwrap_or_default();
+            let found: Vec<_> = pi_index_files(session_file, id)
                 .into_iter()
                 .filter(|p| p.exists())
                 .collect();

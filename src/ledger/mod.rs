@@ -34,7 +34,8 @@ use source::Lines;
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Scanned {
     pub agent: Agent,
-    pub session_id: String,
+    /// `None` only for a ledger with nothing to index (see [`Ledger::scan_on`]).
+    pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub entries: Vec<Entry>,
     /// Lines that did not parse as a JSON object (passed over).
@@ -95,7 +96,7 @@ impl Ledger<'_> {
         let mut agent = from.as_ref().map(|from| from.agent);
         let (mut session_id, mut cwd, mut entries, mut unparseable) = match from {
             Some(from) => (
-                Some(from.session_id),
+                from.session_id,
                 from.cwd,
                 from.entries,
                 from.unparseable,
@@ -143,15 +144,18 @@ impl Ledger<'_> {
                 "not a session ledger (no JSON lines)",
             ));
         };
-        let session_id = session_id.ok_or_else(|| {
-            Error::bad_input(
+        // Side records alone (a Claude Code 1.0.x file holding only a `summary` that titles
+        // another file's conversation) name no session and hold nothing to index: an empty index.
+        let indexable = entries.iter().any(|e| !matches!(e.kind, EntryKind::Other));
+        if session_id.is_none() && indexable {
+            return Err(Error::bad_input(
                 source.describe(),
                 format!(
                     "no session id in its lines (not a {} session)",
                     Agent::names_or()
                 ),
-            )
-        })?;
+            ));
+        }
         let scanned = Scanned {
             agent,
             session_id,

@@ -164,7 +164,7 @@ fn build(
     resume: Resume,
     each: &mut dyn FnMut(Made<'_>) -> Result<()>,
 ) -> Result<Option<Midway>> {
-    let session = ledger.session_id.as_str();
+    let session = ledger.session_id.as_deref().unwrap_or_default();
     let cwd = ledger.cwd.as_deref();
     let resumed = (resume.from)
         .filter(|_| share_prefixes)

@@ -111,6 +111,10 @@ fn low(n: usize) -> u64 {
 
 pub fn plans(ledger: &Ledger<'_>, options: &Options) -> Result<Vec<Plan>> {
     let mut plans = Vec::new();
+    // A ledger that names no session holds nothing to index (see `Ledger::scan_on`).
+    if ledger.session_id.is_none() {
+        return Ok(plans);
+    }
     if let Some(through) = &options.through {
         let Some(end) = ledger.find_entry(&through.entry) else {
             return Err(Error::not_found(format!(
