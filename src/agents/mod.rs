@@ -170,6 +170,47 @@ pub trait Format: Sync {
     fn marks(&self, _line: &[u8]) -> Vec<Mark> {
         Vec::new()
     }
+
+    /// What `line` is as history, apart from the file that holds it (`ctxfold diff`): a fork or
+    /// a resume copies a session's lines into a new file, and the agent may rename them there.
+    /// A format whose copies are byte for byte, with no line of its own, says nothing.
+    fn likeness(&self, _line: &[u8]) -> Likeness {
+        Likeness::default()
+    }
+}
+
+/// A line as history apart from its file (see [`Format::likeness`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Likeness {
+    /// The line without the fields a copy rewrites (the session's id, the time it was copied),
+    /// as compact JSON; `None`: the line as written is what counts.
+    pub key: Option<Vec<u8>>,
+    /// A line that is no entry of the conversation: one an agent writes to open a new file (a
+    /// Codex `session_meta`, a Pi header), or a side record a copy may leave out (a Claude Code
+    /// `file-history-snapshot`).
+    pub aside: bool,
+}
+
+impl Likeness {
+    /// `line` without its top-level members `rewritten`, and whether `aside` says it is aside;
+    /// the line as written, not aside, when it is not one JSON object.
+    fn without(
+        line: &[u8],
+        rewritten: &[&str],
+        aside: impl Fn(&serde_json::Map<String, serde_json::Value>) -> bool,
+    ) -> Self {
+        let Ok(mut object) = serde_json::from_slice::<serde_json::Map<_, _>>(line) else {
+            return Self::default();
+        };
+        let aside = aside(&object);
+        for field in rewritten {
+            object.remove(*field);
+        }
+        Self {
+            key: serde_json::to_vec(&object).ok(),
+            aside,
+        }
+    }
 }
 
 /// What a line says about the session besides its blocks.

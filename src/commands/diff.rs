@@ -18,11 +18,18 @@ const CONTEXT: usize = 3;
 /// Show how two sessions relate: their common history, then what each has after it
 ///
 /// A and B are each a session's id, a unique prefix of one, or a session file's path (read as
-/// `ctxfold show` reads them: the file while it is on disk, else the store). diff finds the lines
-/// both begin with, byte for byte (a fork, a resume or a session appended to keeps them), and says
-/// how long that common history is (lines, bytes, and the turn it reaches), then shows what each
-/// has after the point where they part, turn by turn: each pair of turns rendered as `ctxfold
-/// show` renders them and compared line by line, `-` for a line only A's turn has, `+` only B's.
+/// `ctxfold show` reads them: the file while it is on disk, else the store). diff finds the
+/// history both begin with, as their agent means it: a fork or a resume copies a session's lines
+/// into a new file, where the agent may rewrite the fields that name the session (Claude Code's
+/// `sessionId` and `slug`, the time Codex stamps on each copied line), open the file with a line
+/// of its own (Codex's `session_meta`, Pi's header) or leave side records out (Claude Code's
+/// `file-history-snapshot`). Entries are equal when they are but for those fields, Claude Code's
+/// rows and Pi's entries by their own ids (`uuid`, `id`) among the rest; a session appended to
+/// keeps its lines byte for byte. diff says how long that common history is (lines and bytes of
+/// A, B's lines where they differ, and the turn it reaches, named by its first message from a
+/// person and when it was sent), then shows what each has after the point where they part, turn
+/// by turn: each pair of turns rendered as `ctxfold show` renders them and compared line by line,
+/// `-` for a line only A's turn has, `+` only B's.
 ///
 /// With only A, its folded version (the store's) is compared with its file on disk now: the
 /// answer to `ctxfold status`'s `grown` (grown by N lines in T turns) and `changed` (changed at
@@ -31,7 +38,7 @@ const CONTEXT: usize = 3;
 /// --stat gives the summary alone. --json writes JSON Lines: for each pair of turns that differ,
 /// `{"type":"turn","a_turn","b_turn","lines":[["-","text"],…]}` (unless --stat), then
 /// `{"type":"summary","a","b","relation":"same"|"grown"|"shrunk"|"parted","common":{"lines",
-/// "bytes","turn"},"a_after":{"lines","bytes","turns"},"b_after":{…}}`. Exit status 0 when they
+/// "bytes","b_lines","b_bytes","turn","prompt","at"},"a_after":{"lines","bytes","turns"},"b_after":{…}}`. Exit status 0 when they
 /// are the same, 1 when they differ.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-diff", version, after_long_help = crate::cli::EXIT_STATUS)]
@@ -74,7 +81,7 @@ struct Summary<'a> {
     a: &'a str,
     b: &'a str,
     relation: Relation,
-    common: Common,
+    common: &'a Common,
     a_after: After,
     b_after: After,
 }
@@ -111,7 +118,7 @@ impl Command for DiffArgs {
         pager::page(io, &self.pager, |io| {
             let style = self.color.style(io.out_is_terminal());
             let mut fork = Fork::new(source_a.as_ref(), source_b.as_ref())?;
-            let common = fork.common();
+            let common = fork.common().clone();
             if !self.json {
                 let heading = format!("diff {} {}", labels.0, labels.1);
                 emit(io.out, style.paint(Role::Heading, heading))?;
@@ -155,7 +162,7 @@ impl Command for DiffArgs {
                     a: &labels.0,
                     b: &labels.1,
                     relation,
-                    common,
+                    common: &common,
                     a_after,
                     b_after,
                 };
@@ -177,8 +184,10 @@ impl Command for DiffArgs {
     }
 }
 
-/// `common history: 57 lines, 12.3 KiB (12640 bytes), through turn 2`: the exact size only where
-/// the short one is rounded; `common history: none` when the sessions part at their first line.
+/// `common history: 57 lines, 12.3 KiB (12640 bytes), through turn 2 ("fix the build",
+/// 2026-05-11 10:29Z)`: the exact size only where the short one is rounded, B's lines where they
+/// are not A's (`57 lines (56 in B)`); `common history: none` when the sessions part at their
+/// first entry.
 fn common_line(common: &Common) -> String {
     if common.lines == 0 {
         return "common history: none".into();
@@ -187,8 +196,17 @@ fn common_line(common: &Common) -> String {
         true => count(common.bytes, "byte"),
         false => format!("{} ({})", bytes(common.bytes), count(common.bytes, "byte")),
     };
+    let b_lines = match common.b_lines == common.lines {
+        true => String::new(),
+        false => format!(" ({} in B)", common.b_lines),
+    };
+    let turn = match (&common.prompt, common.at) {
+        (Some(prompt), Some(at)) => format!(" ({prompt:?}, {})", at.minutes()),
+        (Some(prompt), None) => format!(" ({prompt:?})"),
+        _ => String::new(),
+    };
     format!(
-        "common history: {}, {size}, through turn {}",
+        "common history: {}{b_lines}, {size}, through turn {}{turn}",
         count(common.lines, "line"),
         common.turn
     )
@@ -227,7 +245,10 @@ fn relation_line(relation: Relation, common: &Common, a: After, b: After, one: b
             bytes(after.bytes)
         )
     };
-    let parted_at = common.lines + 1;
+    let parted_at = match common.b_lines == common.lines {
+        true => format!("line {}", common.lines + 1),
+        false => format!("line {} (line {} in B)", common.lines + 1, common.b_lines + 1),
+    };
     match (relation, one) {
         (Relation::Same, true) => "the same: the file on disk is as folded".into(),
         (Relation::Same, false) => "the same".into(),
@@ -239,12 +260,12 @@ fn relation_line(relation: Relation, common: &Common, a: After, b: After, one: b
         ),
         (Relation::Shrunk, false) => format!("A is B and {} more", amount(a)),
         (Relation::Parted, true) => format!(
-            "changed at line {parted_at}: after it, the folded version has {}, the file {}",
+            "changed at {parted_at}: after it, the folded version has {}, the file {}",
             amount(a),
             amount(b)
         ),
         (Relation::Parted, false) => format!(
-            "they part at line {parted_at}: after it, A has {}, B {}",
+            "they part at {parted_at}: after it, A has {}, B {}",
             amount(a),
             amount(b)
         ),

@@ -1,26 +1,55 @@
-//! How two sessions relate (`ctxfold diff`): the history they share (the lines both begin with,
-//! byte for byte, as a fork, a resume or a growing file keeps them), then what each has after the
-//! point where they part, rendered turn by turn as `show` renders it, the turns paired in order.
-//! Both sessions stream side by side: memory is a line while they agree, a turn of each after.
+//! How two sessions relate (`ctxfold diff`): the history they share, then what each has after
+//! the point where they part, rendered turn by turn as `show` renders it, the turns paired in
+//! order.
+//!
+//! History is compared as the agent means it, not byte for byte. A fork or a resume copies a
+//! session's lines into a new file, and the agent may rewrite them there (Claude Code gives each
+//! row the new `sessionId`; Codex stamps each line with the time of the copy), open the new file
+//! with a line of its own (Codex's `session_meta`, Pi's header) or leave side records out (Claude
+//! Code's `file-history-snapshot`): each agent says what a line is apart from its file
+//! ([`Likeness`]). Two lines are the same entry when they are byte for byte, or when their
+//! likenesses are and neither is aside; Claude Code's rows and Pi's entries keep their identity
+//! (`uuid`, `id`) in what is compared. Lines aside are passed over on either side where that lets
+//! the entries after them meet, and the common history ends at the last entry both have.
+//!
+//! Both sessions stream side by side: memory is a few lines while they agree (the lines aside
+//! read ahead), a turn of each after.
 
-use std::io::Sink;
+use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use super::render::Renderer;
+use super::render::{Renderer, time_of};
+use crate::agents::Likeness;
 use crate::cli::style::Style;
 use crate::error::Result;
-use crate::ledger::Source;
 use crate::ledger::stream::{Line, Stream};
+use crate::ledger::{Block, BlockKind, Source};
+use crate::time::Instant;
 
-/// The history both sessions begin with.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// How many lines aside are read ahead on each side, looking for the entry after them.
+const AHEAD: usize = 64;
+
+/// Characters of the prompt that names the turn where the sessions part.
+const PROMPT_CHARS: usize = 72;
+
+/// The history both sessions begin with, through the last entry they share.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Common {
-    /// Whole lines, identical in both.
+    /// A's lines through it (lines aside among them included).
     pub lines: u64,
     pub bytes: u64,
+    /// B's lines through it: fewer or more than A's where a copy left lines out or added its
+    /// own.
+    pub b_lines: u64,
+    pub b_bytes: u64,
     /// The turn the last of them is in (0 when there are none, or none from a person).
     pub turn: u64,
+    /// That turn as a person knows it: the first line of the message that opened it, and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<Instant>,
 }
 
 /// What one session has after the point where the two part.
@@ -52,33 +81,36 @@ impl<'s> Fork<'s> {
         let mut a = Side::new(a)?;
         let mut b = Side::new(b)?;
         let mut common = Common::default();
-        loop {
-            let line_a = a.stream.next_line()?;
-            let line_b = b.stream.next_line()?;
-            match (line_a, line_b) {
-                (Some(line_a), Some(line_b)) if line_a.raw == line_b.raw => {
-                    a.state.common(&line_a)?;
-                    b.state.common(&line_b)?;
-                    common.lines += 1;
-                    common.bytes += line_a.raw.len() as u64;
-                    common.turn = a.state.renderer.turn();
-                }
-                (line_a, line_b) => {
-                    // The first lines after the point (none for a side that ended).
-                    if let Some(line) = line_a {
-                        a.state.take(&line)?;
-                    }
-                    if let Some(line) = line_b {
-                        b.state.take(&line)?;
-                    }
-                    return Ok(Self { a, b, common });
-                }
+        while let Some((i, j)) = meeting(&mut a, &mut b)? {
+            let same_bytes = a.ahead[i].raw == b.ahead[j].raw;
+            let last_a = a.common(i)?;
+            let last_b = b.common(j)?;
+            // Sessions that only open alike (an agent's opening lines, the same but for the time
+            // they were written) share no history until a message from a person is among it.
+            if !same_bytes && a.state.renderer.turn() == 0 {
+                continue;
             }
+            a.state.settle();
+            b.state.settle();
+            common = Common {
+                lines: last_a.0,
+                bytes: last_a.1,
+                b_lines: last_b.0,
+                b_bytes: last_b.1,
+                turn: a.state.renderer.turn(),
+                prompt: a.state.opener.clone().map(|(prompt, _)| prompt),
+                at: a.state.opener.as_ref().and_then(|(_, at)| *at),
+            };
         }
+        // The lines not settled as common, and those read ahead, are the first after the point
+        // (none for a side that ended).
+        a.part()?;
+        b.part()?;
+        Ok(Self { a, b, common })
     }
 
-    pub fn common(&self) -> Common {
-        self.common
+    pub fn common(&self) -> &Common {
+        &self.common
     }
 
     /// The next turn after the point where they part, from each side that has it (`None` for a
@@ -103,34 +135,176 @@ impl<'s> Fork<'s> {
     }
 }
 
+/// Where the two sides meet next: the entry `i` lines ahead in A that is the entry `j` lines
+/// ahead in B, the lines before each aside; the fewest passed over first. `None`: they part.
+fn meeting(a: &mut Side<'_>, b: &mut Side<'_>) -> Result<Option<(usize, usize)>> {
+    a.fill(1)?;
+    b.fill(1)?;
+    match (a.ahead.front(), b.ahead.front()) {
+        (Some(x), Some(y)) if x.raw == y.raw => return Ok(Some((0, 0))),
+        (Some(_), Some(_)) => {}
+        _ => return Ok(None),
+    }
+    a.read_aside()?;
+    b.read_aside()?;
+    let (n, m) = (a.ahead.len(), b.ahead.len());
+    for passed in 0..n + m - 1 {
+        for i in passed.saturating_sub(m - 1)..=passed.min(n - 1) {
+            let (x, y) = (&a.ahead[i], &b.ahead[passed - i]);
+            if x.meets(y) {
+                return Ok(Some((i, passed - i)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// A line read ahead, held until it is known to be common or after the point.
+struct Held {
+    number: u64,
+    offset: u64,
+    raw: Vec<u8>,
+    agent: Option<crate::agents::Agent>,
+    blocks: Vec<Block>,
+    likeness: std::cell::OnceCell<Likeness>,
+}
+
+impl Held {
+    fn of(line: Line<'_>) -> Self {
+        Self {
+            number: line.number,
+            offset: line.offset,
+            raw: line.raw.to_vec(),
+            agent: line.agent,
+            blocks: line.blocks,
+            likeness: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn line(&mut self) -> Line<'_> {
+        Line {
+            number: self.number,
+            offset: self.offset,
+            raw: &self.raw,
+            agent: self.agent,
+            blocks: std::mem::take(&mut self.blocks),
+        }
+    }
+
+    /// What it is apart from its file, as its agent says (worked out when first asked).
+    fn likeness(&self) -> &Likeness {
+        self.likeness.get_or_init(|| {
+            let text = self.raw.strip_suffix(b"\n").unwrap_or(&self.raw);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            self.agent
+                .map(|agent| agent.format().likeness(text))
+                .unwrap_or_default()
+        })
+    }
+
+    /// Whether it is the same entry as `other` (see the module's rule).
+    fn meets(&self, other: &Held) -> bool {
+        if self.raw == other.raw {
+            return true;
+        }
+        let (mine, theirs) = (self.likeness(), other.likeness());
+        !mine.aside && !theirs.aside && mine.key.is_some() && mine.key == theirs.key
+    }
+}
+
 struct Side<'s> {
     stream: Stream<'s>,
+    /// Lines read and not yet known to be common or after the point: lines aside, then at most
+    /// one entry.
+    ahead: VecDeque<Held>,
     state: State,
     /// Its next turn, read ahead to pair it with the other side's.
     peeked: Option<Chunk>,
 }
 
 /// A side's rendering: the turn being gathered, and the next one's start when its opening line
-/// has been read already.
+/// has been read already; the message from a person that opened the turn it is in; the lines
+/// met in the other session but not settled as common history yet, rendered.
 struct State {
     renderer: Renderer,
     current: Option<Chunk>,
     ready: Option<Chunk>,
     after: After,
+    opener: Option<(String, Option<Instant>)>,
+    unsettled: (After, Vec<u8>),
 }
 
 impl<'s> Side<'s> {
     fn new(source: &'s dyn Source) -> Result<Self> {
         Ok(Self {
             stream: Stream::new(source)?,
+            ahead: VecDeque::new(),
             peeked: None,
             state: State {
                 renderer: Renderer::new(Style::PLAIN, None),
                 current: None,
                 ready: None,
                 after: After::default(),
+                opener: None,
+                unsettled: Default::default(),
             },
         })
+    }
+
+    /// Read ahead until `n` lines are held, or the session ends.
+    fn fill(&mut self, n: usize) -> Result<()> {
+        while self.ahead.len() < n {
+            match self.stream.next_line()? {
+                Some(line) => self.ahead.push_back(Held::of(line)),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Read ahead past the lines aside, to the entry after them (within [`AHEAD`] lines).
+    fn read_aside(&mut self) -> Result<()> {
+        while self.ahead.back().is_some_and(|h| h.likeness().aside) && self.ahead.len() < AHEAD {
+            let held = self.ahead.len();
+            self.fill(held + 1)?;
+            if self.ahead.len() == held {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The lines held through the `i`th, met in the other session: unsettled until
+    /// [`State::settle`]. Returns the line number and the end offset of the last.
+    fn common(&mut self, i: usize) -> Result<(u64, u64)> {
+        let mut end = (0, 0);
+        for mut held in self.ahead.drain(..=i) {
+            let line = held.line();
+            end = (line.number, line.offset + line.raw.len() as u64);
+            self.state.opens(&line);
+            let (unsettled, text) = &mut self.state.unsettled;
+            unsettled.lines += 1;
+            unsettled.bytes += line.raw.len() as u64;
+            self.state.renderer.line(&line, text)?;
+        }
+        Ok(end)
+    }
+
+    /// The lines unsettled and those held are the first after the point.
+    fn part(&mut self) -> Result<()> {
+        let (unsettled, text) = std::mem::take(&mut self.state.unsettled);
+        self.state.after.lines += unsettled.lines;
+        self.state.after.bytes += unsettled.bytes;
+        if !text.is_empty() {
+            self.state.current = Some(Chunk {
+                turn: self.state.renderer.turn(),
+                text: String::from_utf8_lossy(&text).into_owned(),
+            });
+        }
+        while let Some(mut held) = self.ahead.pop_front() {
+            self.state.take(&held.line())?;
+        }
+        Ok(())
     }
 
     /// Read its next turn ahead, unless it is read already or there is none.
@@ -150,8 +324,23 @@ impl<'s> Side<'s> {
 }
 
 impl State {
-    fn common(&mut self, line: &Line<'_>) -> Result<()> {
-        self.renderer.line(line, &mut Sink::default())
+    /// The lines met so far are common history.
+    fn settle(&mut self) {
+        self.unsettled = Default::default();
+    }
+
+    /// Note the message from a person that `line` opens a turn with, if it does.
+    fn opens(&mut self, line: &Line<'_>) {
+        let Some(user) = line.blocks.iter().rfind(|b| b.kind == BlockKind::User) else {
+            return;
+        };
+        let first = user.text.lines().map(str::trim).find(|l| !l.is_empty());
+        let first = first.unwrap_or_default();
+        let prompt = match first.char_indices().nth(PROMPT_CHARS) {
+            Some((cut, _)) => format!("{}…", &first[..cut]),
+            None => first.to_string(),
+        };
+        self.opener = Some((prompt, time_of(line)));
     }
 
     /// A line after the point: a turn that opens closes the one gathered.

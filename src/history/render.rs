@@ -89,12 +89,7 @@ impl Renderer {
             return Ok(());
         }
         self.headed = Some(self.turn);
-        let when = line
-            .agent
-            .and_then(|agent| {
-                let (entry, _) = agent.format().skeleton(line.text(), 1, &HashMap::new())?;
-                Instant::parse(&entry.timestamp)
-            })
+        let when = time_of(line)
             .map(|at| format!("  {}", at.seconds()))
             .unwrap_or_default();
         let heading = format!("turn {}{when}", self.turn);
@@ -251,6 +246,13 @@ impl Renderer {
         }
         Ok(())
     }
+}
+
+/// When `line` was written, as its agent dates it.
+pub fn time_of(line: &Line<'_>) -> Option<Instant> {
+    let agent = line.agent?;
+    let (entry, _) = agent.format().skeleton(line.text(), 1, &HashMap::new())?;
+    Instant::parse(&entry.timestamp)
 }
 
 /// `exit 1`, `error`, `ok`.

@@ -170,6 +170,15 @@ impl Format for Claude {
         marks::of(line)
     }
 
+    /// A resume copies the rows it goes on from into the new file, each with the new
+    /// `sessionId` and without its `slug`, and leaves side records (`file-history-snapshot`)
+    /// out: a row (one with a `uuid`) is the entry, any other line is aside.
+    fn likeness(&self, line: &[u8]) -> super::Likeness {
+        super::Likeness::without(line, &["sessionId", "slug"], |line| {
+            !line.contains_key("uuid")
+        })
+    }
+
     fn edited(&self, _line: &[u8], _content: &RawValue, _edit_id: &str) -> Vec<Block> {
         // Claude Code appends no edits of earlier rows: the skeleton never makes one.
         Vec::new()

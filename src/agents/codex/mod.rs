@@ -156,6 +156,14 @@ impl Format for Codex {
     fn marks(&self, line: &[u8]) -> Vec<Mark> {
         marks::of(line)
     }
+
+    /// A fork writes its own `session_meta` first, then the lines it copies, each stamped with
+    /// the time it was copied (and newer builds number them: `ordinal`).
+    fn likeness(&self, line: &[u8]) -> super::Likeness {
+        super::Likeness::without(line, &["timestamp", "ordinal"], |line| {
+            line.get("type").and_then(|t| t.as_str()) == Some("session_meta")
+        })
+    }
 }
 
 #[cfg(test)]

@@ -129,6 +129,15 @@ impl Format for Pi {
     fn marks(&self, line: &[u8]) -> Vec<Mark> {
         marks::of(line)
     }
+
+    /// A fork writes a header of its own (its id, time and `parentSession`), then copies the
+    /// entries of the branch it forks as they are.
+    fn likeness(&self, line: &[u8]) -> super::Likeness {
+        super::Likeness {
+            key: None,
+            aside: self.meta(line).is_some(),
+        }
+    }
 }
 
 /// Titles from the session itself: its whole file, so read now or left for later.
