@@ -172,11 +172,21 @@ impl Format for Claude {
 
     /// A resume copies the rows it goes on from into the new file, each with the new
     /// `sessionId` and without its `slug`, and leaves side records (`file-history-snapshot`)
-    /// out: a row (one with a `uuid`) is the entry, any other line is aside.
+    /// out: a row (one with a `uuid`) is an entry, a line of side records only is aside.
     fn likeness(&self, line: &[u8]) -> super::Likeness {
-        super::Likeness::without(line, &["sessionId", "slug"], |line| {
-            !line.contains_key("uuid")
-        })
+        let objects = lines::objects(line);
+        let each: Vec<super::Likeness> = (objects.iter())
+            .map(|object| {
+                super::Likeness::without(object, &["sessionId", "slug"], |object| {
+                    !object.contains_key("uuid")
+                })
+            })
+            .collect();
+        let keys: Option<Vec<Vec<u8>>> = each.iter().map(|l| l.key.clone()).collect();
+        super::Likeness {
+            key: keys.map(|keys| keys.join(&b'\n')),
+            aside: !each.is_empty() && each.iter().all(|l| l.aside),
+        }
     }
 
     fn edited(&self, _line: &[u8], _content: &RawValue, _edit_id: &str) -> Vec<Block> {
