@@ -247,7 +247,11 @@ fn relation_line(relation: Relation, common: &Common, a: After, b: After, one: b
     };
     let parted_at = match common.b_lines == common.lines {
         true => format!("line {}", common.lines + 1),
-        false => format!("line {} (line {} in B)", common.lines + 1, common.b_lines + 1),
+        false => format!(
+            "line {} (line {} in B)",
+            common.lines + 1,
+            common.b_lines + 1
+        ),
     };
     match (relation, one) {
         (Relation::Same, true) => "the same: the file on disk is as folded".into(),

@@ -95,12 +95,7 @@ impl Ledger<'_> {
         };
         let mut agent = from.as_ref().map(|from| from.agent);
         let (mut session_id, mut cwd, mut entries, mut unparseable) = match from {
-            Some(from) => (
-                from.session_id,
-                from.cwd,
-                from.entries,
-                from.unparseable,
-            ),
+            Some(from) => (from.session_id, from.cwd, from.entries, from.unparseable),
             None => (None, None, Vec::new(), 0),
         };
         let mut ids: HashMap<String, usize> = (entries.iter().enumerate())
