@@ -20,15 +20,24 @@ use crate::store::generations::{self, Generation, Reason};
 /// session's start is the time its agent named its file after, to the minute: Pi's in UTC
 /// (`2026-11-30 23:21Z`, as ctxfold shows every time), Codex's in the local time of the machine it
 /// ran on, whose zone no file records (`2026-05-11 18:39 local`; --json gives it with no zone);
-/// `-` when not known (Claude Code, or a file folded by path). Its agent is codex, pi or claude
-/// when its file is named as that agent names its files, else file (a file folded by path); its
-/// state is active, archived or conflict; its cwd is where the agent ran, `~` for $HOME and cut to its last 24
+/// where the name says none (Claude Code, a file folded by path), the timestamp of its first line
+/// that has one, in UTC; `-` when not known. Its agent is codex, pi or claude when its file is
+/// named as that agent names its files, else file (a file folded by path); its state is active,
+/// archived or conflict; its cwd is where the agent ran, `~` for $HOME and cut to its last 24
 /// characters (--json gives it whole, and omits what is not known). Stored bytes are the
 /// compressed size of the session's distinct objects, however many other sessions share them. A
 /// session with earlier versions kept (generations: see ctxfold fold) says how many; --generations
 /// lists each under its session, as `ID@N` (1 is the newest) with when and why it was kept, which
 /// `ctxfold restore ID@N` brings back. --agent lists only the sessions of an agent: those whose
 /// rollout_path is where that agent keeps them (see ctxfold restore).
+///
+/// Its title is the one recorded when it was folded, as its agent shows it. A Claude Code
+/// session's is what Claude Code's resume picker shows, the first rule that gives one winning:
+/// its latest `agent-name`, else its latest `custom-title` (`/rename`), else its latest
+/// `ai-title`, else a `summary` line in the file's last 64 KiB, else its latest prompt
+/// (`last-prompt`); else, as Claude Code 1.0.x titled it, a `summary` line in another transcript
+/// of the same project whose `leafUuid` names one of its messages (the one naming its latest);
+/// else its first prompt a person typed, else the slash command of its first command.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-ls", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct LsArgs {
@@ -52,7 +61,7 @@ struct Entry<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     title: Option<&'a str>,
     /// `2026-11-30T23:21:14Z` (UTC), or `2026-05-11T11:26:55` (its agent's local time, zone
-    /// unknown), from the agent's file name.
+    /// unknown), from the agent's file name, else from its first dated line (UTC).
     #[serde(skip_serializing_if = "Option::is_none")]
     started: Option<String>,
     /// `codex`, `pi`, `claude`, or `file` (folded by path).
@@ -121,10 +130,21 @@ impl Command for LsArgs {
                 true => Vec::new(),
                 false => generations::list(&store, &manifest.session.id)?,
             };
+            // A name that says no time (Claude Code's, a file folded by path): the lines do.
+            let started = started(&manifest.session).or_else(|| {
+                match crate::history::ends::folded_start(&store, &manifest) {
+                    Ok(at) => at.map(|at| format!("{}Z", &at.rfc3339()[..19])),
+                    Err(e) => {
+                        bad += 1;
+                        io.warn(format_args!("session {}: {e}", manifest.session.id));
+                        None
+                    }
+                }
+            });
             let entry = Entry {
                 id: &manifest.session.id,
                 title: manifest.session.title.as_deref(),
-                started: started(&manifest.session),
+                started,
                 agent: named_by(&manifest.session).map_or("file", Agent::id),
                 cwd: manifest.session.cwd.as_deref(),
                 archived: manifest.session.archived,

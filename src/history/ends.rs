@@ -1,7 +1,8 @@
 //! A session's ends, as a listing needs them: its agent and opening (id, cwd) from its first line,
-//! and its last activity, the timestamp of its last line that has one. Read from the store without
-//! the session's large strings (`store::skim`), or from the tail of the file on disk: a few
-//! kilobytes whatever the session's size (a Codex `.jsonl.zst` archive, which cannot be read from
+//! its start (the timestamp of its first line that has one) and its last activity (that of its
+//! last line that has one). Read from the store without the session's large strings
+//! (`store::skim`), or from the tail of the file on disk: a few kilobytes whatever the session's
+//! size (a Codex `.jsonl.zst` archive, which cannot be read from
 //! its end, is streamed through).
 
 use std::collections::{HashMap, VecDeque};
@@ -25,8 +26,16 @@ const CHUNK: u64 = 64 << 10;
 
 /// What a session's first line says: its agent and opening.
 pub fn opening(store: &Store, manifest: &Manifest) -> Result<Option<(Agent, Meta)>> {
-    let first = skim::first_line(store, manifest, LIMIT)?;
-    Ok(first.and_then(|line| Agent::of_first_line(&line)))
+    let first = skim::first_lines(store, manifest, 1, LIMIT)?;
+    Ok(first.first().and_then(|line| Agent::of_first_line(line)))
+}
+
+/// When a folded session started: the timestamp of its first line that has one (a Claude Code
+/// transcript may open with side records that have none), read from the store.
+pub fn folded_start(store: &Store, manifest: &Manifest) -> Result<Option<Instant>> {
+    let lines = skim::first_lines(store, manifest, TAIL_LINES, LIMIT)?;
+    let agent = lines.first().and_then(|line| detect(line));
+    Ok(first_dated(agent, &lines))
 }
 
 /// The last activity of a folded session, read from the store.
@@ -36,7 +45,7 @@ pub fn folded_activity(
     agent: Option<Agent>,
 ) -> Result<Option<Instant>> {
     let lines = skim::last_lines(store, manifest, TAIL_LINES, LIMIT)?;
-    Ok(last_activity(agent, &lines))
+    Ok(first_dated(agent, &lines))
 }
 
 /// The last activity of the session file at `path`.
@@ -46,11 +55,12 @@ pub fn file_activity(path: &Path, agent: Option<Agent>) -> Result<Option<Instant
     } else {
         file_tail(path)?
     };
-    Ok(last_activity(agent, &lines))
+    Ok(first_dated(agent, &lines))
 }
 
-/// The timestamp of the last of `lines` (the last first) that has one, as its agent reads it.
-fn last_activity(agent: Option<Agent>, lines: &[Vec<u8>]) -> Option<Instant> {
+/// The timestamp of the first of `lines` that has one (for the last activity, the last line
+/// first), as its agent reads it.
+fn first_dated(agent: Option<Agent>, lines: &[Vec<u8>]) -> Option<Instant> {
     let no_ids = HashMap::new();
     lines.iter().find_map(|line| {
         let agent = agent.or_else(|| detect(line))?;

@@ -14,22 +14,32 @@ use crate::error::Result;
 /// What a field part becomes.
 const ELIDED: &[u8] = b"\"\"";
 
-/// The first line of the session, elided, without its `\n`; `None` past `limit` elided bytes.
-pub fn first_line(store: &Store, manifest: &Manifest, limit: usize) -> Result<Option<Vec<u8>>> {
+/// The session's first lines, elided, without their `\n`: parts are read from the start until
+/// `count` lines are whole (or the session ends), within `limit` elided bytes (a line cut off
+/// there is left out).
+pub fn first_lines(
+    store: &Store,
+    manifest: &Manifest,
+    count: usize,
+    limit: usize,
+) -> Result<Vec<Vec<u8>>> {
     store.odb().check_dictionary(&manifest.settings)?;
-    let mut line = Vec::new();
+    let mut head = Vec::new();
+    let mut at_end = true;
     for part in &manifest.parts {
-        let start = line.len();
-        read_elided(store, part, &mut line)?;
-        if let Some(at) = memchr::memchr(b'\n', &line[start..]) {
-            line.truncate(start + at);
-            return Ok(Some(line));
-        }
-        if line.len() > limit {
-            return Ok(None);
+        read_elided(store, part, &mut head)?;
+        if memchr::memchr_iter(b'\n', &head).count() >= count || head.len() > limit {
+            at_end = false;
+            break;
         }
     }
-    Ok(Some(line))
+    let mut lines: Vec<Vec<u8>> = head.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    // What follows the last line end is a line cut off, unless the session ends there.
+    if !at_end || lines.last().is_some_and(Vec::is_empty) {
+        lines.pop();
+    }
+    lines.truncate(count);
+    Ok(lines)
 }
 
 /// The session's last lines, elided, without their `\n`, the last first: parts are read from the
