@@ -129,6 +129,11 @@ pub trait Format: Sync {
         None
     }
 
+    /// Give the sessions of one folder (this agent's, as discovery found them) the titles their
+    /// files give each other, where a session's own give none better. A format whose files title
+    /// only themselves does nothing.
+    fn titles_across(&self, _sessions: &mut [Titling<'_>]) {}
+
     /// Where restore puts session `id` recorded at `rollout_path` (whose components are `parts`,
     /// each a plain name): its path relative to the agent's home, when `rollout_path` ends exactly
     /// as this agent places its sessions; else `None`.
@@ -243,6 +248,25 @@ pub struct Described {
     pub cwd: Option<String>,
     /// Whether the session is being written (`None`: as the folder it is in says).
     pub active: Option<bool>,
+    /// What the file says of titles across files (see [`Format::titles_across`]).
+    pub across: Across,
+}
+
+/// What a session file says of titles across the files of its folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Across {
+    /// The titles it gives the conversations that end at these entries, wherever they are:
+    /// (entry id, title), in file order (Claude Code 1.0.x's `summary` lines).
+    pub titles: Vec<(String, String)>,
+    /// Its own title is no better than its first prompt: one another file gives it wins.
+    pub plain: bool,
+}
+
+/// A session found, as [`Format::titles_across`] sees it.
+pub struct Titling<'a> {
+    pub path: &'a Path,
+    pub across: &'a Across,
+    pub title: &'a mut Option<String>,
 }
 
 /// What an agent's session files say beyond their first line, as the agent reads them.

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::agents::lines::for_each_line;
-use crate::agents::{Agent, Describe, Homes, Titles, Tree};
+use crate::agents::{Across, Agent, Describe, Homes, Titles, Titling, Tree};
 use crate::error::{Error, IoContext, Result};
 use crate::store::check_session_id;
 use crate::store::manifest::Session;
@@ -32,6 +32,9 @@ pub struct Found {
     /// Its title is not read yet ([`Titles::Later`]): [`Found::title`] reads it.
     #[serde(skip)]
     pub title_later: bool,
+    /// What its file says of titles across the files of its folder.
+    #[serde(skip)]
+    pub across: Across,
 }
 
 impl Found {
@@ -157,6 +160,7 @@ pub fn discover_titled(
             Err(e) => found.problems.push(e.to_string()),
         }
     }
+    title_across(&mut found.sessions);
     found.seed_indexes.sort_by(|a, b| a.path.cmp(&b.path));
     found.symlinks.sort();
     found
@@ -310,7 +314,28 @@ fn describe(
         agent,
         path: path.clone(),
         title_later: described.title_later,
+        across: described.across,
     })
+}
+
+/// Give each folder's sessions the titles their files give each other, as their agent does.
+fn title_across(sessions: &mut [Found]) {
+    let mut folders: HashMap<(Agent, &Path), Vec<Titling<'_>>> = HashMap::new();
+    for found in sessions.iter_mut() {
+        let (Some(agent), Some(folder)) = (found.agent, found.path.parent()) else {
+            continue;
+        };
+        folders.entry((agent, folder)).or_default().push(Titling {
+            path: &found.path,
+            across: &found.across,
+            title: &mut found.session.title,
+        });
+    }
+    for ((agent, _), mut titling) in folders {
+        if titling.iter().any(|t| !t.across.titles.is_empty()) {
+            agent.format().titles_across(&mut titling);
+        }
+    }
 }
 
 /// Who a session file is, from its first line and its name.

@@ -211,9 +211,11 @@ pub struct Line<'a> {
     /// The structured result of a tool call (a string on errors: then it reads as absent).
     #[serde(borrow, deserialize_with = "lenient")]
     pub tool_use_result: Option<ToolUseResult<'a>>,
-    /// `summary` lines.
+    /// `summary` lines, and the conversation's last row they title.
     #[serde(borrow, deserialize_with = "lenient")]
     pub summary: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient")]
+    pub leaf_uuid: Option<Cow<'a, str>>,
     #[serde(borrow, deserialize_with = "lenient")]
     pub custom_title: Option<Cow<'a, str>>,
     #[serde(borrow, deserialize_with = "lenient")]

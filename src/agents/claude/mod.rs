@@ -114,6 +114,10 @@ impl Format for Claude {
         Box::new(titles::Describer::new(home))
     }
 
+    fn titles_across(&self, sessions: &mut [super::Titling<'_>]) {
+        titles::across(sessions)
+    }
+
     /// `…/projects/<project>/<id>.jsonl`, or a subagent's
     /// `…/projects/<project>/<session uuid>/subagents/[…/]agent-<id>.jsonl`.
     fn place(&self, parts: &[&str], id: &str) -> Option<PathBuf> {

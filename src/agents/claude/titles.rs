@@ -9,13 +9,19 @@
 //! of the first command row. Texts are made one line (newlines become spaces), trimmed, and cut to
 //! 200 characters with `…`, as Claude Code cuts them.
 //!
+//! Claude Code 1.0.x titled a conversation from another file: a `summary` line names the row its
+//! conversation ends at (`leafUuid`), and that row may be in another transcript of the project (a
+//! file may hold nothing but such lines). Where the picker's rules give a session no better title
+//! than its first prompt, a `summary` in another file of its folder that names one of its rows
+//! titles it (the one naming its latest row): [`across`].
+//!
 //! Active: Claude Code registers each running process in `<home>/sessions/<pid>.json` (with its
 //! `sessionId`) and removes the file at exit; a session registered by a live process, or whose file
 //! (or, for a subagent, whose parent's registration) changed in the last [`ACTIVE_WINDOW`], is
 //! active. Any other is idle, and counts as archived: `fold --remove-source` may remove it.
 
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, Read};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -24,10 +30,10 @@ use std::time::{Duration, SystemTime};
 use memchr::memmem;
 use serde::Deserialize;
 
-use super::lines::{Line, objects};
+use super::lines::{Head, Line, objects};
 use crate::agents::json::{self, Scratch, lenient};
 use crate::agents::lines::{MAX_META_LINE, for_each_line};
-use crate::agents::{Describe, Described};
+use crate::agents::{Across, Describe, Described, Titling};
 
 /// A session whose file changed this recently counts as active.
 pub const ACTIVE_WINDOW: Duration = Duration::from_secs(10 * 60);
@@ -77,9 +83,54 @@ impl Describe for Describer<'_> {
             title: titled.title,
             cwd: titled.cwd,
             active: Some(self.active(id, path)),
+            across: titled.across,
             ..Described::default()
         }
     }
+}
+
+/// The titles the files of one folder give each other's sessions (see the module's rule).
+pub(super) fn across(sessions: &mut [Titling<'_>]) {
+    // Each row a summary names, with the summary and the file it is in (a later line wins).
+    let mut given: HashMap<String, (usize, String)> = HashMap::new();
+    for (at, session) in sessions.iter().enumerate() {
+        for (leaf, title) in &session.across.titles {
+            given.insert(leaf.clone(), (at, title.clone()));
+        }
+    }
+    for at in 0..sessions.len() {
+        let session = &mut sessions[at];
+        let elsewhere: HashMap<&str, &str> = (given.iter())
+            .filter(|(_, (giver, _))| *giver != at)
+            .map(|(leaf, (_, title))| (leaf.as_str(), title.as_str()))
+            .collect();
+        if !session.across.plain || elsewhere.is_empty() {
+            continue;
+        }
+        if let Some(title) = latest_named(session.path, &elsewhere) {
+            *session.title = Some(title.to_string());
+        }
+    }
+}
+
+/// The title of the latest row of the file at `path` that `titles` names.
+fn latest_named<'t>(path: &Path, titles: &HashMap<&str, &'t str>) -> Option<&'t str> {
+    let mut input = crate::input::open(path).ok()?;
+    let mut latest = None;
+    let _ = for_each_line(&mut input, MAX_META_LINE, |line| {
+        let named = titles
+            .keys()
+            .any(|leaf| memmem::find(line, leaf.as_bytes()).is_some());
+        for object in objects(line).into_iter().filter(|_| named) {
+            let mut scratch = Scratch::default();
+            let uuid = json::parse::<Head<'_>>(object, &mut scratch).and_then(|h| h.value.uuid);
+            if let Some(title) = uuid.and_then(|uuid| titles.get(uuid.as_ref())) {
+                latest = Some(*title);
+            }
+        }
+        true
+    });
+    latest
 }
 
 /// A reader that counts the bytes taken from it.
@@ -114,6 +165,8 @@ struct Found {
     ai_title: Option<String>,
     /// The latest `summary`, and where its line starts.
     summary: Option<(String, u64)>,
+    /// Every `summary`: the row it names, and its text.
+    summaries: Vec<(String, String)>,
     last_prompt: Option<String>,
     first_prompt: Option<String>,
     command: Option<String>,
@@ -123,6 +176,7 @@ struct Found {
 struct Titled {
     title: Option<String>,
     cwd: Option<String>,
+    across: Across,
 }
 
 /// Markers of the lines worth parsing for a title or a cwd.
@@ -155,7 +209,7 @@ fn title(input: impl BufRead) -> Titled {
         true
     });
     let total = read.get();
-    let title = found
+    let picked = found
         .agent_name
         .or(found.custom_title)
         .or(found.ai_title)
@@ -166,12 +220,15 @@ fn title(input: impl BufRead) -> Titled {
                 .filter(|(_, start)| *start >= tail)
                 .map(|(s, _)| s)
         })
-        .or(found.last_prompt)
-        .or(found.first_prompt)
-        .or(found.command);
+        .or(found.last_prompt);
+    let plain = picked.is_none();
     Titled {
-        title,
+        title: picked.or(found.first_prompt).or(found.command),
         cwd: found.cwd,
+        across: Across {
+            titles: found.summaries,
+            plain,
+        },
     }
 }
 
@@ -206,6 +263,9 @@ fn read_line(line: &[u8], start: u64, found: &mut Found) {
             Some("ai-title") => set(&mut found.ai_title, &line.ai_title),
             Some("summary") => {
                 if let Some(summary) = line.summary.as_deref().and_then(one_line) {
+                    if let Some(leaf) = &line.leaf_uuid {
+                        found.summaries.push((leaf.to_string(), summary.clone()));
+                    }
                     found.summary = Some((summary, start));
                 }
             }
