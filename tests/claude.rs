@@ -513,3 +513,80 @@ fn a_transcript_that_is_not_json_lines_is_refused_and_nothing_is_lost() {
         .fails(3)
         .one_line_error("not a Codex, Pi or Claude Code session");
 }
+
+/// A Claude Code 1.0.x session with no summary of its own, whose title another file gives.
+const PLAIN: &str = "0f1d0000-0000-4000-8000-00000000c004";
+/// A 1.0.x file holding nothing but `summary` lines, about rows in other files.
+const SUMMARY_ONLY: &str = "0f1d0000-0000-4000-8000-00000000c005";
+/// The rows of [`PLAIN`]: a prompt and the answer its conversation ends at.
+const PLAIN_LINES: &str = concat!(
+    r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/dev/queue","sessionId":"0f1d0000-0000-4000-8000-00000000c004","version":"1.0.17","type":"user","message":{"role":"user","content":"make drains_in_order deterministic"},"uuid":"c4c4c4c4-0000-4000-8000-000000000001","timestamp":"2025-06-11T09:00:00.000Z"}"#,
+    "\n",
+    r#"{"parentUuid":"c4c4c4c4-0000-4000-8000-000000000001","isSidechain":false,"userType":"external","cwd":"/home/dev/queue","sessionId":"0f1d0000-0000-4000-8000-00000000c004","version":"1.0.17","type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Sorted the workers before draining."}]},"uuid":"c4c4c4c4-0000-4000-8000-000000000002","timestamp":"2025-06-11T09:00:09.000Z"}"#,
+    "\n"
+);
+/// [`SUMMARY_ONLY`]'s lines: one titles [`PLAIN`]'s conversation, one [`LEGACY`]'s first row
+/// (whose own summary wins).
+const SUMMARY_LINES: &str = concat!(
+    r#"{"type":"summary","summary":"Deterministic queue drain","leafUuid":"c4c4c4c4-0000-4000-8000-000000000002"}"#,
+    "\n",
+    r#"{"type":"summary","summary":"Not the legacy session's","leafUuid":"86a948e3-e9f7-4104-87e7-0d1b65982500"}"#,
+    "\n"
+);
+
+#[test]
+fn legacy_summaries_title_other_files_and_a_summary_only_file_folds_with_an_empty_index() {
+    let (env, claude) = setup();
+    let queue = claude.config.join("projects").join(QUEUE);
+    let hour = Duration::from_secs(3600);
+    write(
+        &queue.join(format!("{PLAIN}.jsonl")),
+        PLAIN_LINES.as_bytes(),
+        hour,
+    );
+    write(
+        &queue.join(format!("{SUMMARY_ONLY}.jsonl")),
+        SUMMARY_LINES.as_bytes(),
+        hour,
+    );
+    let titles: Vec<(String, String)> = listed(&env, &["list-sessions"])
+        .iter()
+        .map(|l| (l["id"].as_str().unwrap().into(), l["title"].to_string()))
+        .collect();
+    let title = |id: &str| titles.iter().find(|(i, _)| i == id).unwrap().1.clone();
+    // Its own lines give no better title than its first prompt: the other file's summary wins.
+    assert_eq!(title(PLAIN), "\"Deterministic queue drain\"");
+    // A session titled by its own summary keeps it; one with a latest prompt keeps that.
+    assert_eq!(title(LEGACY), "\"Flaky queue drain test\"");
+    assert_eq!(title(FRESH), "\"and publish it\"");
+
+    // The summary-only file folds with an empty seed index: no failure, twice over.
+    for _ in 0..2 {
+        let run = env.run("ctxfold", ["fold", "--apply"]).ok();
+        assert!(!run.stderr.contains("seed index failed"), "{}", run.stderr);
+    }
+    let run = env.run("ctxfold", ["seeds"]).ok();
+    assert!(!run.stderr.contains("not a"), "{}", run.stderr);
+    assert!(
+        run.stdout_text()
+            .contains(&format!("{SUMMARY_ONLY}\t0 new records")),
+        "{}",
+        run.stdout_text()
+    );
+    assert_eq!(env.stored_seed_index(&env.store, SUMMARY_ONLY), "");
+
+    // ls starts each session at its first dated line; one with none has no start.
+    let listed = listed(&env, &["ls", "--json"]);
+    let entry = |id: &str| listed.iter().find(|l| l["id"] == id).unwrap().clone();
+    assert_eq!(entry(SESSION)["started"], "2026-11-28T10:00:01Z");
+    assert_eq!(entry(LEGACY)["started"], "2025-06-10T10:00:00Z");
+    assert_eq!(entry(PLAIN)["started"], "2025-06-11T09:00:00Z");
+    assert_eq!(entry(PLAIN)["title"], "Deterministic queue drain");
+    assert!(entry(SUMMARY_ONLY).get("started").is_none());
+    let human = env.run("ctxfold", ["ls"]).ok().stdout_text();
+    let line = human.lines().find(|l| l.starts_with(SESSION)).unwrap();
+    assert!(line.contains("  2026-11-28 10:00Z  "), "{line}");
+    let log = env.run("ctxfold", ["log"]).ok().stdout_text();
+    let line = log.lines().find(|l| l.contains(PLAIN)).unwrap();
+    assert!(line.ends_with("Deterministic queue drain"), "{log}");
+}

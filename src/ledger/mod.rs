@@ -94,6 +94,8 @@ impl Ledger<'_> {
             None => (Lines::new(source)?, None),
         };
         let mut agent = from.as_ref().map(|from| from.agent);
+        // Whether a line was an agent's opening (the scan this goes on from had one, or failed).
+        let mut opened = from.is_some();
         let (mut session_id, mut cwd, mut entries, mut unparseable) = match from {
             Some(from) => (from.session_id, from.cwd, from.entries, from.unparseable),
             None => (None, None, Vec::new(), 0),
@@ -120,6 +122,7 @@ impl Ledger<'_> {
                 // The first opening names the session (Codex: the first `session_meta`, wherever);
                 // a cwd it does not say, a later line of the same session may.
                 if let Some(meta) = meta {
+                    opened = true;
                     if session_id.is_none() {
                         session_id = meta.id;
                         cwd = meta.cwd;
@@ -139,10 +142,11 @@ impl Ledger<'_> {
                 "not a session ledger (no JSON lines)",
             ));
         };
-        // Side records alone (a Claude Code 1.0.x file holding only a `summary` that titles
-        // another file's conversation) name no session and hold nothing to index: an empty index.
+        // An agent's side records alone (a Claude Code 1.0.x file holding only a `summary` that
+        // titles another file's conversation) name no session and hold nothing to index: an
+        // empty index.
         let indexable = entries.iter().any(|e| !matches!(e.kind, EntryKind::Other));
-        if session_id.is_none() && indexable {
+        if session_id.is_none() && (indexable || !opened) {
             return Err(Error::bad_input(
                 source.describe(),
                 format!(
