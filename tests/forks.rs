@@ -362,3 +362,41 @@ fn public_forks_of_real_codex_and_pi_sessions_find_their_common_history() {
     };
     assert!(check_forks(&env, &files) >= 4);
 }
+
+#[test]
+fn a_session_with_one_side_is_compared_with_its_nearest_relative_in_the_store() {
+    let env = Env::new();
+    let a = own_fixture(own::PI_AGENT_WORK);
+    let other = own_fixture(own::PI_AGENT_SMALL);
+    let keep = fork_point(&env, &a).unwrap();
+    let b = env.path("pi-fork.jsonl");
+    fs::write(&b, pi_fork(&fs::read(&a).unwrap(), keep, &a)).unwrap();
+    let (a_arg, b_arg) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // The fork is not folded: its relative is the session it was forked from, not another.
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", "-q", a_arg, other.to_str().unwrap()],
+    )
+    .ok();
+    let run = env.run("ctxfold", ["diff", "--json", b_arg]);
+    let summary = json_lines(&run.fails(1).stdout).pop().unwrap();
+    assert!(
+        summary["b"]
+            .as_str()
+            .unwrap()
+            .ends_with(" (its nearest relative)"),
+        "{summary}"
+    );
+    assert_eq!(summary["common"]["lines"], keep as u64, "{summary}");
+    assert_eq!(summary, {
+        let mut direct = self::summary(&env, &b, &a);
+        direct["b"] = summary["b"].clone();
+        direct
+    });
+    // With no relative in the store, it says so.
+    let alone = env.path("alone.jsonl");
+    fs::write(&alone, pi_fork(&fs::read(&other).unwrap(), 1, &other)).unwrap();
+    let run = env.run("ctxfold", ["diff", alone.to_str().unwrap()]);
+    run.fails(1)
+        .one_line_error("not folded, and no folded session shares its history");
+}

@@ -10,6 +10,7 @@ use crate::commands::show::open_if_any;
 use crate::error::{Error, Result};
 use crate::history::fork::{After, Common, Fork, Relation, changes};
 use crate::history::named::Named;
+use crate::history::relative::nearest;
 use crate::ledger::{FileSource, Source};
 
 /// Lines of context around each change.
@@ -33,7 +34,9 @@ const CONTEXT: usize = 3;
 ///
 /// With only A, its folded version (the store's) is compared with its file on disk now: the
 /// answer to `ctxfold status`'s `grown` (grown by N lines in T turns) and `changed` (changed at
-/// line L).
+/// line L). A session that has only one of them (not folded yet, or its file gone) is compared
+/// with its nearest relative in the store instead: the folded session of its agent that shares
+/// the longest history with it (the session it was forked or resumed from, or a fork of it).
 ///
 /// --stat gives the summary alone. --json writes JSON Lines: for each pair of turns that differ,
 /// `{"type":"turn","a_turn","b_turn","lines":[["-","text"],…]}` (unless --stat), then
@@ -99,22 +102,44 @@ impl Command for DiffArgs {
                 source_b = b.source(store.as_ref())?.0;
                 labels = (a.describe(), b.describe());
             }
-            None => {
-                source_a = a.folded_source(store.as_ref())?;
-                let Some(file) = &a.file else {
+            None => match (&a.manifest, &a.file, store.as_ref()) {
+                (Some(_), Some(file), _) => {
+                    source_a = a.folded_source(store.as_ref())?;
+                    source_b = Box::new(FileSource(file.clone()));
+                    labels = (
+                        format!("{} (folded)", a.describe()),
+                        format!("{} (on disk)", file.display()),
+                    );
+                }
+                (_, _, Some(store)) => {
+                    source_a = a.source(Some(store))?.0;
+                    let missing = match &a.manifest {
+                        Some(_) => "its file is not on disk",
+                        None => "not folded",
+                    };
+                    let relative = nearest(store, source_a.as_ref(), a.id.as_deref())?
+                        .ok_or_else(|| {
+                            Error::not_found(format!(
+                                "{}: {missing}, and no folded session shares its history; give two sessions to compare",
+                                a.describe()
+                            ))
+                        })?;
+                    b = Named::folded(relative)?;
+                    source_b = b.folded_source(Some(store))?;
+                    labels = (
+                        a.describe(),
+                        format!("{} (its nearest relative)", b.describe()),
+                    );
+                }
+                (_, _, None) => {
                     return Err(Error::not_found(format!(
-                        "{}: its file is not on disk; give two sessions to compare",
+                        "{}: not folded, and there is no store; give two sessions to compare",
                         a.describe()
                     )));
-                };
-                source_b = Box::new(FileSource(file.clone()));
-                labels = (
-                    format!("{} (folded)", a.describe()),
-                    format!("{} (on disk)", file.display()),
-                );
-            }
+                }
+            },
         }
-        let one = self.b.is_none();
+        let one = self.b.is_none() && a.manifest.is_some() && a.file.is_some();
         pager::page(io, &self.pager, |io| {
             let style = self.color.style(io.out_is_terminal());
             let mut fork = Fork::new(source_a.as_ref(), source_b.as_ref())?;

@@ -71,7 +71,7 @@ impl Named {
     }
 
     /// A folded session, with its source when it is still on disk.
-    fn folded(manifest: Manifest) -> Result<Self> {
+    pub fn folded(manifest: Manifest) -> Result<Self> {
         let file = file_of(&manifest);
         Ok(Self {
             id: Some(manifest.session.id.clone()),
