@@ -98,8 +98,7 @@ pub(super) fn across(sessions: &mut [Titling<'_>]) {
             given.insert(leaf.clone(), (at, title.clone()));
         }
     }
-    for at in 0..sessions.len() {
-        let session = &mut sessions[at];
+    for (at, session) in sessions.iter_mut().enumerate() {
         let elsewhere: HashMap<&str, &str> = (given.iter())
             .filter(|(_, (giver, _))| *giver != at)
             .map(|(leaf, (_, title))| (leaf.as_str(), title.as_str()))
