@@ -429,4 +429,37 @@ mod tests {
         let other = BlocksState::Saved(serde_json::json!("not a reader's state"));
         assert!(other.resume(Agent::Codex.format()).is_none());
     }
+
+    #[test]
+    fn a_copy_is_like_its_original_but_for_what_the_agent_rewrites() {
+        let like = |agent: Agent, line: &str| agent.format().likeness(line.as_bytes());
+        // Codex: the time of the copy and its ordinal are not the line's.
+        let codex =
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"type":"x"}}"#;
+        let copy = r#"{"timestamp":"2026-02-02T00:00:00Z","ordinal":7,"type":"event_msg","payload":{"type":"x"}}"#;
+        assert_eq!(like(Agent::Codex, codex), like(Agent::Codex, copy));
+        assert!(!like(Agent::Codex, codex).aside);
+        let meta = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"a"}}"#;
+        assert!(like(Agent::Codex, meta).aside);
+        // Claude Code: the session's id and slug are not the row's; its uuid is.
+        let row = r#"{"parentUuid":null,"sessionId":"a","slug":"s","type":"user","uuid":"u1"}"#;
+        let resumed = r#"{"parentUuid":null,"sessionId":"b","type":"user","uuid":"u1"}"#;
+        let other = r#"{"parentUuid":null,"sessionId":"b","type":"user","uuid":"u2"}"#;
+        assert_eq!(like(Agent::Claude, row), like(Agent::Claude, resumed));
+        assert_ne!(like(Agent::Claude, row), like(Agent::Claude, other));
+        assert!(!like(Agent::Claude, row).aside);
+        let records = r#"{"type":"mode","sessionId":"a"}{"type":"tag","sessionId":"a"}"#;
+        assert!(like(Agent::Claude, records).aside);
+        // Pi: entries are copied as they are; the header is the fork's own.
+        let header = r#"{"type":"session","version":3,"id":"a","timestamp":"t","cwd":"/w"}"#;
+        assert_eq!(
+            like(Agent::Pi, header),
+            Likeness {
+                key: None,
+                aside: true
+            }
+        );
+        // What is not one JSON object counts as written.
+        assert_eq!(like(Agent::Codex, "not json"), Likeness::default());
+    }
 }
