@@ -393,10 +393,32 @@ fn a_session_with_one_side_is_compared_with_its_nearest_relative_in_the_store() 
         direct["b"] = summary["b"].clone();
         direct
     });
+    // show names it in its heading, with their common history.
+    let a_id = json_lines(&fs::read(&a).unwrap())[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = env
+        .run("ctxfold", ["show", "--no-pager", b_arg])
+        .ok()
+        .stdout_text();
+    let relative = shown
+        .lines()
+        .find(|l| l.starts_with("relative: "))
+        .unwrap_or_else(|| panic!("no relative in the heading:\n{shown}"));
+    assert!(
+        relative.starts_with(&format!("relative: {a_id} (common history: {keep} lines")),
+        "{relative}"
+    );
     // With no relative in the store, it says so.
     let alone = env.path("alone.jsonl");
     fs::write(&alone, pi_fork(&fs::read(&other).unwrap(), 1, &other)).unwrap();
     let run = env.run("ctxfold", ["diff", alone.to_str().unwrap()]);
     run.fails(1)
         .one_line_error("not folded, and no folded session shares its history");
+    let shown = env
+        .run("ctxfold", ["show", "--no-pager", alone.to_str().unwrap()])
+        .ok()
+        .stdout_text();
+    assert!(!shown.contains("relative:"), "{shown}");
 }

@@ -117,7 +117,7 @@ impl Command for DiffArgs {
                         Some(_) => "its file is not on disk",
                         None => "not folded",
                     };
-                    let relative = nearest(store, source_a.as_ref(), a.id.as_deref())?
+                    let (relative, _) = nearest(store, source_a.as_ref(), a.id.as_deref())?
                         .ok_or_else(|| {
                             Error::not_found(format!(
                                 "{}: {missing}, and no folded session shares its history; give two sessions to compare",
@@ -213,7 +213,7 @@ impl Command for DiffArgs {
 /// 2026-05-11 10:29Z)`: the exact size only where the short one is rounded, B's lines where they
 /// are not A's (`57 lines (56 in B)`); `common history: none` when the sessions part at their
 /// first entry.
-fn common_line(common: &Common) -> String {
+pub fn common_line(common: &Common) -> String {
     if common.lines == 0 {
         return "common history: none".into();
     }

@@ -5,9 +5,11 @@ use std::io::Write;
 use crate::cli::pager::{self, PagerArgs};
 use crate::cli::style::ColorArgs;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
+use crate::commands::diff::common_line;
 use crate::error::{Error, Result, stdout_failed};
 use crate::history::named::{From, Named};
 use crate::history::records;
+use crate::history::relative::nearest;
 use crate::history::render::Renderer;
 use crate::ledger::{Source, Stream};
 use crate::store::Store;
@@ -19,6 +21,9 @@ use crate::store::Store;
 /// from its file while the file is on disk (as it is now, grown or not), else from the store, where
 /// it is verified as it streams: a session whose source was removed shows the same from the store.
 ///
+/// A heading names the session, its title and cwd, and its nearest relative in the store (the
+/// session it was forked or resumed from, or a fork of it: the folded session of its agent that
+/// shares the longest history with it, as `ctxfold diff ID` finds it) with that common history.
 /// Each turn (one per message from a person; turn 0 is what comes before the first) is shown
 /// under a heading with its time: the person's message, the assistant's text and thinking, each
 /// tool call with its command (`$ …`), patch or arguments, and its result with how it ended
@@ -85,7 +90,7 @@ impl Command for ShowArgs {
             } else if self.json {
                 self.records(source.as_ref(), io.out)?
             } else {
-                self.header(io, &named)?;
+                self.header(io, &named, store.as_ref(), source.as_ref())?;
                 self.rendered(source.as_ref(), io)?
             };
             match self.turn {
@@ -175,7 +180,13 @@ impl ShowArgs {
     }
 
     /// The session's id, title and folder.
-    fn header(&self, io: &mut Io<'_>, named: &Named) -> Result<()> {
+    fn header(
+        &self,
+        io: &mut Io<'_>,
+        named: &Named,
+        store: Option<&Store>,
+        source: &dyn Source,
+    ) -> Result<()> {
         let style = self.color.style(io.out_is_terminal());
         let heading = format!("session {}", named.id_or_describe());
         emit(
@@ -187,6 +198,19 @@ impl ShowArgs {
         }
         if let Some(cwd) = &named.cwd {
             emit(io.out, format_args!("cwd:    {cwd}"))?;
+        }
+        // The session it was forked or resumed from, or a fork of it, as `diff ID` finds it.
+        if let Some(store) = store
+            && let Some((relative, common)) = nearest(store, source, named.id.as_deref())?
+        {
+            emit(
+                io.out,
+                format_args!(
+                    "relative: {} ({})",
+                    relative.session.id,
+                    common_line(&common)
+                ),
+            )?;
         }
         emit(io.out, "")
     }

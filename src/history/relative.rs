@@ -9,15 +9,19 @@ use crate::ledger::{Source, StoreSource, Stream};
 use crate::store::Store;
 use crate::store::manifest::Manifest;
 
-use super::fork::Fork;
+use super::fork::{Common, Fork};
 
-/// The folded session other than `id` with the longest common history with `source`, when one
-/// has any; the first in id order among equals.
-pub fn nearest(store: &Store, source: &dyn Source, id: Option<&str>) -> Result<Option<Manifest>> {
+/// The folded session other than `id` with the longest common history with `source`, and that
+/// history, when one has any; the first in id order among equals.
+pub fn nearest(
+    store: &Store,
+    source: &dyn Source,
+    id: Option<&str>,
+) -> Result<Option<(Manifest, Common)>> {
     let agent = Stream::new(source)?
         .next_line()?
         .and_then(|line| line.agent);
-    let mut best: Option<(u64, Manifest)> = None;
+    let mut best: Option<(Common, Manifest)> = None;
     for other in store.session_ids()? {
         if Some(other.as_str()) == id {
             continue;
@@ -36,10 +40,14 @@ pub fn nearest(store: &Store, source: &dyn Source, id: Option<&str>) -> Result<O
             store,
             manifest: &manifest,
         };
-        let shared = Fork::new(source, &folded)?.common().lines;
-        if shared > 0 && best.as_ref().is_none_or(|(most, _)| shared > *most) {
+        let shared = Fork::new(source, &folded)?.common().clone();
+        if shared.lines > 0
+            && best
+                .as_ref()
+                .is_none_or(|(most, _)| shared.lines > most.lines)
+        {
             best = Some((shared, manifest));
         }
     }
-    Ok(best.map(|(_, manifest)| manifest))
+    Ok(best.map(|(common, manifest)| (manifest, common)))
 }
