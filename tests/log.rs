@@ -273,3 +273,35 @@ fn help_names_the_three_agent_homes() {
         "{help}"
     );
 }
+
+#[test]
+fn the_ends_cache_changes_nothing_log_says_and_a_damaged_one_is_read_again() {
+    homes::each_set(|env, homes| {
+        env.run(
+            "ctxfold",
+            ["fold", "--apply", "-q", "--remove-source", "--allow-active"],
+        )
+        .ok();
+        let cache = env.store.join("cache/ends.jsonl");
+        assert!(!cache.exists());
+        let first = log(&env, &[]);
+        let kept = fs::read_to_string(&cache).unwrap();
+        assert_eq!(kept.lines().count(), homes.sessions.len(), "{kept}");
+        assert_eq!(log(&env, &[]), first, "the cache changed what log says");
+        fs::write(&cache, "{\"sha256\": not json\n").unwrap();
+        assert_eq!(
+            log(&env, &[]),
+            first,
+            "a damaged cache changed what log says"
+        );
+        assert_eq!(fs::read_to_string(&cache).unwrap(), kept);
+        // A session removed from the store leaves the cache with it.
+        let gone = &homes.sessions[0].id;
+        env.run("ctxfold", ["rm", "--apply", gone]).ok();
+        log(&env, &[]);
+        assert_eq!(
+            fs::read_to_string(&cache).unwrap().lines().count(),
+            homes.sessions.len() - 1
+        );
+    });
+}

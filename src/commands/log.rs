@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::agents::Titles;
 use crate::agents::{Agent, Homes};
 use crate::cli::human::bytes;
 use crate::cli::pager::{self, PagerArgs};
@@ -11,7 +12,7 @@ use crate::commands::report_discovery;
 use crate::commands::show::open_if_any;
 use crate::error::{Error, Result};
 use crate::history::summary::{State, Summary, gather};
-use crate::sources::discover;
+use crate::sources::discover_titled;
 use crate::store::ids::unique_prefix_len;
 use crate::time::{Instant, since};
 
@@ -77,7 +78,8 @@ impl Command for LogArgs {
         };
         let store = open_if_any(&self.store)?;
         let homes = Homes::from_env()?;
-        let discovery = discover(&homes, &[], &[]);
+        // Titles that take reading a whole file are read only for the sessions whose file speaks.
+        let discovery = discover_titled(&homes, &[], &[], Titles::Later);
         let mut status = report_discovery(io, &discovery);
         let gathered = gather(store.as_ref(), &homes, &discovery)?;
         // Each makes the status non-zero: an error, as report_discovery says its own.

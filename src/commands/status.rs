@@ -5,14 +5,15 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::agents::Homes;
+use crate::agents::{Homes, Titles};
 use crate::cli::human::count;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, Verbosity, emit};
 use crate::commands::{AgentArgs, report_discovery};
 use crate::error::Result;
 use crate::fold::compare::{State, compare};
 use crate::fold::stamp::Stamp;
-use crate::sources::{Found, discover};
+use crate::fold::stamps::Stamps;
+use crate::sources::{Found, discover_titled};
 use crate::store::Store;
 use crate::store::generations;
 
@@ -60,17 +61,24 @@ struct Line<'a> {
 
 impl Command for StatusArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        let discovery = discover(&Homes::from_env()?, &self.paths, &self.agent.agents);
+        // No titles: status shows none, and a title can take reading a whole file.
+        let discovery = discover_titled(
+            &Homes::from_env()?,
+            &self.paths,
+            &self.agent.agents,
+            Titles::Later,
+        );
         let store = Store::at(self.store.path()?);
         let mut status = report_discovery(io, &discovery);
         let mut changed = Vec::new();
         // Without -v, up to date sessions are counted, not listed: they are most of a store.
         let list_all = self.json || io.verbosity() == Verbosity::Verbose;
         let mut up_to_date = 0u64;
+        let stamps = Stamps::load(&store);
         let results: Vec<_> = discovery
             .sessions
             .par_iter()
-            .map(|found| state_of(&store, found))
+            .map(|found| state_of(&store, &stamps, found))
             .collect();
         for (found, result) in discovery.sessions.iter().zip(results) {
             let (state, stamp, folded_bytes, generations) = match result {
@@ -137,17 +145,22 @@ impl Command for StatusArgs {
     }
 }
 
-fn state_of(store: &Store, found: &Found) -> Result<(State, Stamp, Option<u64>, usize)> {
+/// What `found` is to the store; a source whose stamp fold recorded with the bytes its manifest
+/// names is up to date unread, as fold finds it.
+fn state_of(
+    store: &Store,
+    stamps: &Stamps,
+    found: &Found,
+) -> Result<(State, Stamp, Option<u64>, usize)> {
     let stamp = Stamp::of(&found.path)?;
     let generations = generations::list(store, &found.session.id)?.len();
     if !store.has_manifest(&found.session.id) {
         return Ok((State::New, stamp, None, generations));
     }
     let manifest = store.load_manifest(&found.session.id)?;
-    Ok((
-        compare(&found.path, &stamp, &manifest.source)?,
-        stamp,
-        Some(manifest.source.bytes),
-        generations,
-    ))
+    let state = match stamps.knows(&found.path, &stamp, &manifest.source) {
+        true => State::UpToDate,
+        false => compare(&found.path, &stamp, &manifest.source)?,
+    };
+    Ok((state, stamp, Some(manifest.source.bytes), generations))
 }

@@ -7,6 +7,7 @@
 //! Not for: plumbing's stable formats, or anything that writes.
 
 pub mod ends;
+pub mod ends_cache;
 pub mod fork;
 pub mod named;
 pub mod records;

@@ -7,12 +7,14 @@
 //! every copy of the session, so a session reads the same from the store after its source is gone,
 //! and no manifest field beyond the contract's is needed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
 use super::ends;
+use super::ends_cache::{Ends, EndsCache};
 use super::named::file_of;
 use crate::agents::Agent;
 use crate::agents::Homes;
@@ -74,7 +76,7 @@ pub struct Summary {
 
 impl Summary {
     /// A folded session as the store alone tells it (state `folded`, its source not looked at).
-    pub fn of_manifest(store: &Store, manifest: &Manifest) -> Self {
+    pub fn of_manifest(store: &Store, manifest: &Manifest, cache: &EndsCache) -> Self {
         let session = &manifest.session;
         let mut summary = Summary {
             id: session.id.clone(),
@@ -88,19 +90,25 @@ impl Summary {
             state: State::Folded,
             problem: None,
         };
-        let read = || -> Result<_> {
+        let read = || -> Result<Ends> {
+            if let Some(ends) = cache.get(&manifest.source.sha256) {
+                return Ok(ends);
+            }
             let opening = ends::opening(store, manifest)?;
             let agent = opening.as_ref().map(|(agent, _)| *agent);
-            let date = ends::folded_activity(store, manifest, agent)?;
-            Ok((opening, date))
+            let ends = Ends {
+                agent,
+                cwd: opening.and_then(|(_, meta)| meta.cwd),
+                date: ends::folded_activity(store, manifest, agent)?,
+            };
+            cache.record(manifest.source.sha256, ends.clone());
+            Ok(ends)
         };
         match read() {
-            Ok((opening, date)) => {
-                if let Some((agent, meta)) = opening {
-                    summary.agent = Some(agent);
-                    summary.cwd = summary.cwd.or(meta.cwd);
-                }
-                summary.date = date;
+            Ok(ends) => {
+                summary.agent = ends.agent;
+                summary.cwd = summary.cwd.or(ends.cwd);
+                summary.date = ends.date;
             }
             Err(e) => summary.problem = Some(format!("session {}: {e}", session.id)),
         }
@@ -115,7 +123,7 @@ impl Summary {
             date: None,
             bytes: 0,
             cwd: found.session.cwd.clone(),
-            title: found.session.title.clone(),
+            title: found.title(None),
             archived: found.session.archived,
             rollout_path: found.session.rollout_path.clone(),
             state: State::New,
@@ -163,12 +171,17 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
     let mut folded = std::collections::HashSet::new();
     if let Some(store) = store {
         let stamps = Stamps::load(store);
+        let cache = EndsCache::load(store);
+        let live = Mutex::new(HashSet::new());
         let ids = store.session_ids()?;
         let read: Vec<Result<Summary>> = ids
             .par_iter()
             .map(|id| {
                 let manifest = store.load_manifest(id)?;
-                let mut summary = Summary::of_manifest(store, &manifest);
+                live.lock()
+                    .expect("never poisoned")
+                    .insert(manifest.source.sha256);
+                let mut summary = Summary::of_manifest(store, &manifest, &cache);
                 // A session folded from outside the agents' homes (`fold PATH`) is on disk too
                 // while its file is where it was folded from.
                 let elsewhere = || {
@@ -193,6 +206,8 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
             }
             folded.insert(id);
         }
+        // A cache: a store this user cannot write to is listed all the same, only not faster.
+        let _ = cache.save(store, &live.into_inner().expect("never poisoned"));
     }
     let new: Vec<Summary> = discovery
         .sessions
@@ -228,7 +243,7 @@ impl Summary {
             }
         };
         self.rollout_path = found.session.rollout_path.clone();
-        self.title = found.session.title.clone().or(self.title.take());
+        self.title = found.title(None).or(self.title.take());
         self.look_at(found);
     }
 }
