@@ -157,7 +157,15 @@ pub fn restore_all(
             })
         })
         .collect();
-    let mut planned = one_restore_per_target(planned, requests).into_iter();
+    let planned = one_restore_per_target(planned, requests);
+    // Temp files killed restores of these targets left: each target folder listed once.
+    let swept = restore_temp::sweep(
+        planned
+            .iter()
+            .filter_map(|p| p.as_ref()?.as_ref().ok())
+            .map(|p| p.target.as_path()),
+    )?;
+    let mut planned = planned.into_iter();
     let mut outcomes = Vec::with_capacity(requests.len());
     // A group is put in place (its barrier waiting on the disk) while the next one is written.
     std::thread::scope(|scope| {
@@ -167,7 +175,7 @@ pub fn restore_all(
             let mut written: Vec<Written> = group
                 .par_iter()
                 .zip(plans)
-                .map(|(request, planned)| begin_one(store, request, planned, overwrite))
+                .map(|(request, planned)| begin_one(store, request, planned, &swept, overwrite))
                 .collect();
             write_group(store, &mut written);
             if let Some(placed) = placing.replace(scope.spawn(|| place(written))) {
@@ -262,6 +270,7 @@ fn begin_one(
     store: &Store,
     request: &Request,
     planned: Option<Result<Planned>>,
+    swept: &HashMap<PathBuf, Vec<PathBuf>>,
     overwrite: bool,
 ) -> Written {
     let mut outcome = Outcome {
@@ -284,7 +293,7 @@ fn begin_one(
             outcome.session = Some(session);
             outcome.bytes = source.bytes;
             let begun = manifest_again(store, request, &source).and_then(|manifest| {
-                outcome.swept = restore_temp::sweep(&target)?;
+                outcome.swept = swept.get(&target).cloned().unwrap_or_default();
                 Ok(begin_beside(&manifest, &target, overwrite)?.map(|begun| (begun, manifest)))
             });
             outcome.target = Some(target);

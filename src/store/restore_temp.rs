@@ -12,6 +12,7 @@
 //! creating and locking its file, it would fail at its rename, losing nothing). Two restores of
 //! one target at once each see the other's file locked and leave it.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -45,18 +46,40 @@ fn prefix(target: &Path) -> String {
     format!(".{name}.restore-")
 }
 
-/// Remove the temp files killed restores of `target` left beside it; returns them.
-pub fn sweep(target: &Path) -> Result<Vec<PathBuf>> {
-    let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) else {
-        return sweep(&Path::new(".").join(target));
-    };
-    let prefix = prefix(target);
-    let mut removed = Vec::new();
-    for (path, _) in dead_in(dir, |name| {
-        name.strip_prefix(&prefix).is_some_and(is_random_tmp)
-    })? {
-        super::remove_if_present(&path)?;
-        removed.push(path);
+/// Remove the temp files killed restores of `targets` left beside them; returns them by target.
+/// Each folder is listed once, however many of the targets are in it (a restore of thousands of
+/// sessions into one folder listed it once for each).
+pub fn sweep<'t>(
+    targets: impl IntoIterator<Item = &'t Path>,
+) -> Result<HashMap<PathBuf, Vec<PathBuf>>> {
+    let mut by_dir: HashMap<PathBuf, HashMap<String, PathBuf>> = HashMap::new();
+    for target in targets {
+        let dir = match target.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => dir.to_path_buf(),
+            None => PathBuf::from("."),
+        };
+        by_dir
+            .entry(dir)
+            .or_default()
+            .insert(prefix(target), target.to_path_buf());
+    }
+    let mut removed: HashMap<PathBuf, Vec<PathBuf>> = HashMap::new();
+    for (dir, prefixes) in by_dir {
+        let target_of = |name: &str| {
+            let at = name.rfind(".restore-")?;
+            let rest = &name[at + ".restore-".len()..];
+            let prefix = &name[..at + ".restore-".len()];
+            prefixes.get(prefix).filter(|_| is_random_tmp(rest))
+        };
+        for (path, _) in dead_in(&dir, |name| target_of(name).is_some())? {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let target = target_of(name).expect("named as one of ours").clone();
+            super::remove_if_present(&path)?;
+            removed.entry(target).or_default().push(path);
+        }
     }
     Ok(removed)
 }
@@ -155,10 +178,22 @@ mod tests {
         let mut live = Pending::new_in(dir.path(), &prefix(&target)).unwrap();
         flock(live.file(), FlockOperation::NonBlockingLockExclusive).unwrap();
         live.write_all(b"being written").unwrap();
-        assert_eq!(sweep(&target).unwrap(), vec![dead.clone()]);
+        let swept = sweep([target.as_path()]).unwrap();
+        assert_eq!(swept, HashMap::from([(target.clone(), vec![dead.clone()])]));
         assert!(!dead.exists() && other.exists() && young.exists() && live.path().exists());
         let found = leftovers_under(dir.path()).unwrap();
-        assert_eq!(found, vec![(other, 1)]);
+        assert_eq!(found, vec![(other.clone(), 1)]);
+        // Several targets of one folder: each gets its own.
+        let t = dir.path().join("t.jsonl");
+        fs::write(&dead, b"again").unwrap();
+        let swept = sweep([target.as_path(), t.as_path()]).unwrap();
+        assert_eq!(
+            swept,
+            HashMap::from([
+                (target.clone(), vec![dead.clone()]),
+                (t, vec![other.clone()])
+            ])
+        );
         assert!(!is_restore_temp_name(".s.jsonl.restore-Ab12C.tmp"));
         assert!(!is_restore_temp_name("s.jsonl.restore-Ab12Cd.tmp"));
     }
