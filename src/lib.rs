@@ -2,14 +2,18 @@
 //!
 //! Layers, dependencies pointing down: the binaries (`libexec/`, `src/main.rs`) → [`commands`]
 //! (one module per command, taking writers, never printing or exiting) → the engine: [`segment`]
-//! (pure functions over bytes) and [`store`] (objects, manifests, reconstruction).
+//! (pure functions over bytes) and [`store`] (objects, manifests, reconstruction) over [`odb`]; at
+//! the bottom, [`files`] (private folders, atomic writes) under both, and [`blocks`] (what a
+//! session is read into) under [`agents`] and [`ledger`].
 
 pub mod agents;
+pub mod blocks;
 pub mod cli;
 pub mod commands;
 pub mod digest;
 pub mod dispatch;
 pub mod error;
+pub mod files;
 pub mod fold;
 pub mod history;
 pub mod input;

@@ -17,10 +17,11 @@ use rayon::prelude::*;
 use crate::agents::Homes;
 use crate::agents::place::default_target;
 use crate::error::{Error, Result};
+use crate::files::create_private_dir;
 use crate::store::by_block;
 use crate::store::manifest::{Manifest, Session, Source};
 use crate::store::reconstruct::{Beside, Restored, begin_beside};
-use crate::store::{Store, check_session_id, create_private_dir, generations, restore_temp};
+use crate::store::{Store, check_session_id, generations, restore_temp};
 
 /// Restored files are written and put in place in groups of this many: written and verified
 /// beside their targets together (each block they need decoded once for all of them: on the
@@ -349,7 +350,7 @@ fn place(group: Vec<Written>) -> Vec<Outcome> {
     // Each folder once, for every rename into it.
     let folders: BTreeSet<&PathBuf> = placed.iter().map(|(_, dir)| dir).collect();
     for dir in folders {
-        let Err(e) = crate::store::atomic::fsync_dir(dir) else {
+        let Err(e) = crate::files::atomic::fsync_dir(dir) else {
             continue;
         };
         for (at, _) in placed.iter().filter(|(_, d)| d == dir) {

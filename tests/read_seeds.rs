@@ -191,7 +191,7 @@ fn extension_records_of_every_version_are_read_and_their_spans_verify() {
         ("a:t1003:p0", "bbkql0"),
         ("r:c2:edit:e0000008", "xb3m8d"),
     ] {
-        assert_eq!(ctxfold::ledger::block::code(id), code);
+        assert_eq!(ctxfold::blocks::block::code(id), code);
     }
     let name = session.to_str().unwrap();
     for record in &got {

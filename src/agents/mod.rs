@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::blocks::{Block, Entry};
 use crate::error::{Error, Result};
-use crate::ledger::{Block, Entry};
 
 /// The agents whose session files ctxfold knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]

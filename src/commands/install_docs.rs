@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::docs::{self, Shell};
 use crate::cli::{Command, EXIT_STATUS, Io, Status, TalkArgs, data_home, env_path};
 use crate::error::{Error, IoContext, Result};
-use crate::store::atomic::Pending;
+use crate::files::atomic::Pending;
 
 /// Install the manual pages and shell completions where man and the shells find them
 ///

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{IoContext, Result};
+use crate::files::atomic::sync_parent;
+use crate::files::{entry_names, remove_if_present};
 use crate::history::named::file_of;
 use crate::seeds::catalog::Catalog;
 use crate::seeds::index;
-use crate::store::atomic::sync_parent;
+use crate::store::Store;
 use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
-use crate::store::{Store, entry_names, remove_if_present};
 
 /// Remove folded sessions from the store (a dry run unless --apply)
 ///

@@ -4,10 +4,10 @@ use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::PathBuf;
 
+use crate::blocks::block::sha256_hex;
 use crate::cli::{Command, Io, Status, StoreArgs};
 use crate::error::{Error, Result, stdout_failed};
 use crate::ledger::Ledger;
-use crate::ledger::block::sha256_hex;
 
 use super::extract_seeds::with_ledger;
 

@@ -765,9 +765,9 @@ fn remove_source(
     if let Some(change) = prepared.stamp.as_ref().and_then(|s| s.change(&stamp)) {
         return Err(Error::session_changed("the source", change).context("it is kept"));
     }
-    crate::store::remove_if_present(&found.path)?;
+    crate::files::remove_if_present(&found.path)?;
     let folder = found.path.parent().unwrap_or(Path::new("."));
-    match crate::store::atomic::fsync_dir(folder) {
+    match crate::files::atomic::fsync_dir(folder) {
         // Another worker (or fold) removed the folder once this file was gone from it too.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         synced => synced.with_path("fsync directory", folder)?,

@@ -112,8 +112,8 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
             serde_json::to_writer(&mut text, &entry).expect("entries serialize");
             text.push(b'\n');
         }
-        crate::store::create_private_dir(&store.cache_dir())?;
-        crate::store::atomic::write_file(&store.tmp_dir(), ".stamps-", &self.file, &text, true)?;
+        crate::files::create_private_dir(&store.cache_dir())?;
+        crate::files::atomic::write_file(&store.tmp_dir(), ".stamps-", &self.file, &text, true)?;
         Ok(())
     }
 }

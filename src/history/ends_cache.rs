@@ -111,9 +111,9 @@ impl EndsCache {
             serde_json::to_writer(&mut text, &entry).expect("entries serialize");
             text.push(b'\n');
         }
-        crate::store::create_private_dir(&store.cache_dir())?;
-        crate::store::create_private_dir(&store.tmp_dir())?;
-        crate::store::atomic::write_file(&store.tmp_dir(), ".ends-", &self.file, &text, true)?;
+        crate::files::create_private_dir(&store.cache_dir())?;
+        crate::files::create_private_dir(&store.tmp_dir())?;
+        crate::files::atomic::write_file(&store.tmp_dir(), ".ends-", &self.file, &text, true)?;
         Ok(())
     }
 }

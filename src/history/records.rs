@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::agents::Mark;
+use crate::blocks::block::{code, sha256_hex};
 use crate::ledger::Block;
-use crate::ledger::block::{code, sha256_hex};
 
 #[derive(Serialize)]
 struct BlockRecord<'a> {

@@ -141,7 +141,7 @@ impl Renderer {
                 self.text(out, &block.text, Role::User, false)
             }
             BlockKind::Context => {
-                let lines = crate::ledger::block::log_lines(&block.text);
+                let lines = crate::blocks::block::log_lines(&block.text);
                 let first = block.text.lines().next().unwrap_or_default();
                 let text = format!("context: {} ({lines} lines)", clip(first, 80));
                 write_line(out, &label(Role::Dim, text))
@@ -206,7 +206,7 @@ impl Renderer {
     /// A tool's result: how it ended and how long it is, then its text (long ones cut).
     fn result(&mut self, out: &mut dyn Write, block: &Block) -> Result<()> {
         let text = block.shown_text();
-        let lines = crate::ledger::block::log_lines(text);
+        let lines = crate::blocks::block::log_lines(text);
         let tool = block.tool.as_deref().unwrap_or("tool");
         let (role, ended) = match block.outcome {
             Some(outcome) if outcome.failed => (Role::Bad, format!("{}, ", outcome_words(outcome))),

@@ -10,8 +10,6 @@
 //! write two on one line (Claude Code), one per object. What a line means (its skeleton, its blocks) is its agent's module's
 //! (`agents`); this module drives the passes and knows nothing of seed records.
 
-pub mod block;
-mod entry;
 pub mod source;
 pub mod stream;
 
@@ -20,8 +18,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use block::{Block, BlockKind, Call, Outcome};
-pub use entry::{Entry, EntryKind};
+pub use crate::blocks::{Block, BlockKind, Call, Entry, EntryKind, Outcome};
 pub use source::{AlongsideFile, FileSource, FoldedFile, Kept, Source, StoreSource};
 pub use stream::Stream;
 

@@ -45,7 +45,7 @@ impl MirrorLock {
         let inherited =
             rustix::io::dup(&folder).map_err(|e| Error::io("lock", git_dir, e.into()))?;
         for stale in stale_git_locks(git_dir) {
-            crate::store::remove_if_present(&stale)?;
+            crate::files::remove_if_present(&stale)?;
         }
         Ok(Self {
             _folder: folder,

@@ -39,13 +39,14 @@ use super::{GitContext, Mirror};
 use crate::agents::place::place;
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
+use crate::files::atomic::write_file;
+use crate::files::create_private_dir;
 use crate::seeds::catalog::{self, Batch, Catalog};
 use crate::seeds::index::{union_file, union_lines};
-use crate::store::atomic::write_file;
 use crate::store::commit::Replace;
 use crate::store::lock::Mode;
 use crate::store::manifest::Manifest;
-use crate::store::{Store, check_session_id, create_private_dir};
+use crate::store::{Store, check_session_id};
 
 /// The file seed indexes live in, merged line by line.
 const SEED_INDEX: &str = "seed-index.jsonl";

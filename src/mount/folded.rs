@@ -14,7 +14,8 @@ use super::tree::{File, file_of};
 use crate::agents::Agent;
 use crate::agents::place::place;
 use crate::error::Result;
-use crate::store::{Store, entry_names};
+use crate::files::entry_names;
+use crate::store::Store;
 
 /// How often the manifests' folder is looked at for changes.
 const RECHECK: Duration = Duration::from_secs(1);

@@ -154,7 +154,7 @@ pub fn mount_agents(
                 dir.display()
             )));
         }
-        crate::store::create_private_dir(&dir)?;
+        crate::files::create_private_dir(&dir)?;
         let below = open_below(&dir)?;
         let fs = overlay::AgentFs::new(shared.clone(), agent, prefix, below, dir.clone())
             .with_path("open", &dir)?;

@@ -1050,7 +1050,7 @@ impl Filesystem for AgentFs {
     ) {
         let synced = self
             .rel_of(ino)
-            .and_then(|rel| Ok(crate::store::atomic::fsync_dir(&self.real_path(&rel))?));
+            .and_then(|rel| Ok(crate::files::atomic::fsync_dir(&self.real_path(&rel))?));
         match synced {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),

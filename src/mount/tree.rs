@@ -13,8 +13,9 @@ use std::time::SystemTime;
 
 use crate::agents::place::place;
 use crate::error::{IoContext, Result};
+use crate::files::entry_names;
 use crate::store::manifest::Manifest;
-use crate::store::{Store, entry_names, generations};
+use crate::store::{Store, generations};
 
 /// A node's number: its index in the tree plus one (the kernel's root is 1).
 pub type Ino = u64;

@@ -22,9 +22,9 @@ use super::dictionary::{Dictionaries, Prepared};
 use super::{Encoder, Odb};
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
+use crate::files::atomic::write_file;
+use crate::files::{create_private_dir, remove_if_present};
 use crate::segment::Settings;
-use crate::store::atomic::write_file;
-use crate::store::{create_private_dir, remove_if_present};
 
 /// zstd's default dictionary size, a good trade for objects of a few KiB.
 pub const DEFAULT_MAX_SIZE: usize = 112_640;

@@ -18,7 +18,7 @@ use super::codec::{self, Encoder};
 use super::dictionaries::Named;
 use crate::digest::{Digest, HashingWriter};
 use crate::error::{Error, IoContext, Result};
-use crate::store::atomic::{Committed, Pending};
+use crate::files::atomic::{Committed, Pending};
 
 #[derive(Debug, Clone)]
 pub(super) struct Loose {
@@ -183,7 +183,7 @@ impl Loose {
         let fan = &self.fans_created[usize::from(digest.as_bytes()[0])];
         if !fan.load(Ordering::Relaxed) {
             let path = self.path(digest);
-            crate::store::create_private_dir(path.parent().expect("object paths have a parent"))?;
+            crate::files::create_private_dir(path.parent().expect("object paths have a parent"))?;
             fan.store(true, Ordering::Relaxed);
         }
         Ok(())
@@ -251,7 +251,7 @@ impl Loose {
     }
 
     pub fn remove(&self, digest: &Digest) -> Result<()> {
-        crate::store::remove_if_present(&self.path(digest))
+        crate::files::remove_if_present(&self.path(digest))
     }
 }
 

@@ -317,7 +317,7 @@ impl Odb {
     /// A writer for a new pack; nothing is visible until [`Odb::commit_pack`].
     pub fn pack_writer(&self, options: PackOptions) -> Result<PackWriter> {
         let tmp = self.root.join("tmp");
-        crate::store::create_private_dir(&tmp)?;
+        crate::files::create_private_dir(&tmp)?;
         PackWriter::new(&tmp, options)
     }
 
@@ -350,7 +350,7 @@ impl Odb {
     /// before its index, the folder fsynced; returns how many objects it holds.
     pub fn adopt_pack(&self, other: &Odb, name: &Digest) -> Result<u64> {
         let dir = self.packs.dir();
-        crate::store::create_private_dir(dir)?;
+        crate::files::create_private_dir(dir)?;
         for path in [pack::pack_path, pack::index_path] {
             let (from, to) = (path(other.packs.dir(), name), path(dir, name));
             match std::fs::hard_link(&from, &to) {
@@ -360,7 +360,7 @@ impl Odb {
                 _ => {}
             }
         }
-        crate::store::atomic::sync_dir(dir)?;
+        crate::files::atomic::sync_dir(dir)?;
         Ok(u64::from(self.open_pack(name)?.pack.object_count()))
     }
 
@@ -385,9 +385,9 @@ impl Odb {
         }
         self.packs.forget(name);
         let dir = self.packs.dir();
-        crate::store::remove_if_present(&pack::index_path(dir, name))?;
-        crate::store::remove_if_present(&pack::pack_path(dir, name))?;
-        crate::store::atomic::sync_parent(&pack::pack_path(dir, name))?;
+        crate::files::remove_if_present(&pack::index_path(dir, name))?;
+        crate::files::remove_if_present(&pack::pack_path(dir, name))?;
+        crate::files::atomic::sync_parent(&pack::pack_path(dir, name))?;
         Ok(true)
     }
 
@@ -398,7 +398,7 @@ impl Odb {
         if path.with_extension("idx").exists() {
             return Ok(false);
         }
-        crate::store::remove_if_present(path)?;
+        crate::files::remove_if_present(path)?;
         Ok(true)
     }
 

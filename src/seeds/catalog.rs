@@ -27,9 +27,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
-use crate::store::atomic::{Pending, sync_parent};
+use crate::files::atomic::{Pending, sync_parent};
+use crate::files::create_private_dir;
 use crate::store::lock::StoreLock;
-use crate::store::{Store, check_session_id, create_private_dir};
+use crate::store::{Store, check_session_id};
 
 /// One append to one session's seed index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

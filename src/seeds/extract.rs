@@ -8,8 +8,8 @@ use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 use crate::agents::BlocksState;
+use crate::blocks::block::{code, log_bytes, log_lines};
 use crate::error::Result;
-use crate::ledger::block::{code, log_bytes, log_lines};
 use crate::ledger::{Block, BlockKind, Ledger, Position, Scanned, Visit};
 use crate::pipeline::{self, Feed};
 

@@ -23,10 +23,11 @@ use super::resume::Checkpoint;
 use super::union::{Record, Union};
 use crate::digest::{Digest, Fingerprint};
 use crate::error::{Error, IoContext, Result};
+use crate::files::entry_names;
 use crate::ledger::{Ledger, Source, StoreSource};
 use crate::odb::{Check, DEFAULT_LEVEL, Encoder};
 use crate::store::manifest::Manifest;
-use crate::store::{Store, check_session_id, entry_names};
+use crate::store::{Store, check_session_id};
 
 /// The seqs ctxfold gives the store's records start above this.
 const STORE_SEQ_BASE: u64 = 1_000_000;
@@ -699,8 +700,8 @@ pub fn move_legacy(store: &Store, session: &str) -> Result<()> {
             catalog.put_first(store, &lock, &batch)?;
         }
     }
-    crate::store::remove_if_present(&legacy)?;
-    crate::store::atomic::sync_parent(&legacy)?;
+    crate::files::remove_if_present(&legacy)?;
+    crate::files::atomic::sync_parent(&legacy)?;
     // The extension's other files (handoff seeds) may share the folder.
     let _ = std::fs::remove_dir(legacy.parent().expect("under context-fold"));
     Ok(())
@@ -714,7 +715,7 @@ pub fn forget(store: &Store, session: &str) -> Result<bool> {
     let mut catalog = Catalog::load(store)?;
     let lock = catalog::lock(store)?;
     let gone = catalog.forget(store, &lock, session)?;
-    crate::store::remove_if_present(&legacy)?;
+    crate::files::remove_if_present(&legacy)?;
     super::resume::forget(store, session)?;
     Ok(had_legacy || gone > 0)
 }

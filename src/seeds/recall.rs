@@ -227,7 +227,7 @@ fn recall_session(
         let verified = match &span.sha256 {
             None => Verified::Unverified,
             Some(sha)
-                if sha.eq_ignore_ascii_case(&crate::ledger::block::sha256_hex(&block.text)) =>
+                if sha.eq_ignore_ascii_case(&crate::blocks::block::sha256_hex(&block.text)) =>
             {
                 Verified::Yes
             }

@@ -24,8 +24,8 @@ use super::index::{Held, identity};
 use super::record::{FoldIndex, HARNESS};
 use crate::digest::Fingerprint;
 use crate::error::{IoContext, Result};
+use crate::files::atomic::Pending;
 use crate::odb::Check;
-use crate::store::atomic::Pending;
 use crate::store::manifest::Source;
 use crate::store::{Store, check_session_id};
 
@@ -77,7 +77,7 @@ impl Checkpoint {
     /// costs one whole walk).
     pub fn save(&self, store: &Store, session: &str) -> Result<()> {
         let path = path(store, session)?;
-        crate::store::create_private_dir(path.parent().expect("in the cache"))?;
+        crate::files::create_private_dir(path.parent().expect("in the cache"))?;
         // Serialized whole first: serde's many small writes, each compressed as it came, cost
         // more than the rest of the save.
         let json = serde_json::to_vec(self).expect("a checkpoint serializes");
@@ -124,7 +124,7 @@ pub fn load(store: &Store, session: &str, folded: &Source) -> Option<Checkpoint>
 
 /// Drop `session`'s checkpoint, if it has one.
 pub fn forget(store: &Store, session: &str) -> Result<()> {
-    crate::store::remove_if_present(&path(store, session)?)
+    crate::files::remove_if_present(&path(store, session)?)
 }
 
 fn path(store: &Store, session: &str) -> Result<PathBuf> {

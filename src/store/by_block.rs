@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use super::Store;
-use super::atomic::Pending;
 use super::manifest::Manifest;
 use crate::digest::{Digest, HashingWriter};
 use crate::error::{Error, IoContext, Result, sink_failed};
+use crate::files::atomic::Pending;
 use crate::odb::pack::Location;
 use crate::odb::{Check, Member};
 

@@ -9,9 +9,9 @@
 //! place behind one durability barrier.
 
 use super::Store;
-use super::atomic::{Committed, Pending, sync_dir, sync_parent};
 use super::manifest::{Manifest, Source};
 use crate::error::{Cause, Error, IoContext, Result};
+use crate::files::atomic::{Committed, Pending, sync_dir, sync_parent};
 
 /// Which manifest of its session a commit may replace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl Store {
 
     /// A manifest's JSON in a temp file.
     fn pending_manifest(&self, json: &[u8]) -> Result<Pending> {
-        super::create_private_dir(&self.manifests_dir())?;
+        crate::files::create_private_dir(&self.manifests_dir())?;
         let mut pending = Pending::new_in(&self.tmp_dir(), ".manifest-")?;
         std::io::Write::write_all(&mut pending, json).with_path("write", pending.path())?;
         Ok(pending)

@@ -251,7 +251,7 @@ pub fn apply(
     for temp in &plan.temps {
         match temp.extension().is_some_and(|e| e == "pack") {
             true => odb.retire_orphan_pack(temp).map(drop)?,
-            false => super::remove_if_present(temp)?,
+            false => crate::files::remove_if_present(temp)?,
         }
     }
     let done = repack(odb, &sources, roots.order.iter().copied(), fate, options)?;

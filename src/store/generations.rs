@@ -22,10 +22,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::atomic::{Pending, sync_parent};
 use super::manifest::{Manifest, Source};
-use super::{Store, check_session_id, create_private_dir, entry_names, remove_if_present};
+use super::{Store, check_session_id};
 use crate::error::{Error, IoContext, Result};
+use crate::files::atomic::{Pending, sync_parent};
+use crate::files::{create_private_dir, entry_names, remove_if_present};
 use crate::time::civil_from_days;
 
 /// How many `grown` generations fold keeps per session.

@@ -7,8 +7,9 @@
 //!
 //! Not for: generations (`ID@N`, see `generations::resolve`) or sessions that are only on disk.
 
-use super::{Store, check_session_id, entry_names};
+use super::{Store, check_session_id};
 use crate::error::{Error, Result, Status};
+use crate::files::entry_names;
 
 /// How many candidates an ambiguous prefix's message names.
 const SHOWN: usize = 5;

@@ -97,7 +97,7 @@ fn copy_tree(from: &Path, to: &Path, tmp: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e).with_path("list", from),
     };
-    super::create_private_dir(to)?;
+    crate::files::create_private_dir(to)?;
     for entry in entries {
         let entry = entry.with_path("list", from)?;
         let path = entry.path();
@@ -109,7 +109,7 @@ fn copy_tree(from: &Path, to: &Path, tmp: &Path) -> Result<()> {
             copy_tree(&path, &target, tmp)?;
         } else {
             let bytes = fs::read(&path).with_path("read", &path)?;
-            super::atomic::write_file(tmp, ".copy-", &target, &bytes, false)?;
+            crate::files::atomic::write_file(tmp, ".copy-", &target, &bytes, false)?;
         }
     }
     Ok(())

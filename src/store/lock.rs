@@ -75,7 +75,7 @@ impl Store {
 
     fn open_lock(&self, name: &str) -> Result<(File, PathBuf)> {
         let path = self.locks_dir().join(format!("{name}.lock"));
-        super::create_private_dir(&self.locks_dir())?;
+        crate::files::create_private_dir(&self.locks_dir())?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -18,7 +18,6 @@
 //! This module knows nothing of sessions' contents or of ledgers; see `segment` for how bytes
 //! become parts, `odb` for objects and `manifest`, `reconstruct` for the rest of the engine.
 
-pub mod atomic;
 pub mod by_block;
 pub mod commit;
 pub mod fsck;
@@ -33,18 +32,14 @@ pub mod reconstruct;
 pub mod restore_temp;
 pub mod skim;
 pub mod usage;
-pub mod writeback;
 pub mod writer;
 
-use std::fs::{self, DirBuilder};
-use std::os::unix::fs::DirBuilderExt;
+use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
+use crate::files::{create_private_dir, not_a_directory};
 use crate::odb::Odb;
-
-/// Directories are created 0700 and files 0600: transcripts hold pasted secrets.
-pub const DIR_MODE: u32 = 0o700;
 
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -159,28 +154,6 @@ impl Store {
     }
 }
 
-/// Create `dir` (and parents) with mode 0700 where it does not exist yet.
-pub fn create_private_dir(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(dir)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
-                not_a_directory(dir)
-            }
-            _ => Error::io("create directory", dir, e),
-        })
-}
-
-/// A path that must be a folder and is something else (a file where a store should be).
-fn not_a_directory(path: &Path) -> Error {
-    Error::refused(format!("{}: exists and is not a directory", path.display()))
-}
-
 /// A session id becomes a file name, so it must be a plain one: not empty, no `/`, `\` or NUL, no
 /// control characters, no leading `.` (which also rules out `.` and `..`), and short enough.
 pub fn check_session_id(id: &str) -> Result<()> {
@@ -200,31 +173,6 @@ pub fn check_session_id(id: &str) -> Result<()> {
     match problem {
         Some(why) => Err(Error::usage(format!("unsafe session id {id:?}: it {why}"))),
         None => Ok(()),
-    }
-}
-
-/// The names of the entries of `dir` that are UTF-8, unsorted; a folder that does not exist has
-/// none.
-pub fn entry_names(dir: &Path) -> Result<Vec<String>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_path("list", dir),
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        if let Ok(name) = entry.with_path("list", dir)?.file_name().into_string() {
-            names.push(name);
-        }
-    }
-    Ok(names)
-}
-
-/// Remove a file, treating "already gone" as done.
-pub fn remove_if_present(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_path("remove", path),
-        _ => Ok(()),
     }
 }
 

@@ -7,10 +7,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::Store;
-use super::atomic::{Committed, Pending};
 use super::manifest::Manifest;
 use crate::digest::HashingWriter;
 use crate::error::{Cause, Error, IoContext, Result};
+use crate::files::atomic::{Committed, Pending};
 use crate::odb::Check;
 
 /// Write the session's bytes to `out`, verifying as they stream. On error, `out` may hold a
@@ -184,7 +184,7 @@ pub fn begin_beside(manifest: &Manifest, target: &Path, overwrite: bool) -> Resu
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    super::create_private_dir(&dir)?;
+    crate::files::create_private_dir(&dir)?;
     let pending = super::restore_temp::create(&dir, target)?;
     Ok(Some(Beside {
         pending,

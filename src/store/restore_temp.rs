@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use rustix::fs::{FlockOperation, flock};
 
-use super::atomic::Pending;
 use crate::error::{Error, IoContext, Result};
+use crate::files::atomic::Pending;
 
 /// How old an empty, unlocked temp file must be to count as dead: far longer than the moment
 /// between creating a temp file and locking it.
@@ -77,7 +77,7 @@ pub fn sweep<'t>(
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
             let target = target_of(name).expect("named as one of ours").clone();
-            super::remove_if_present(&path)?;
+            crate::files::remove_if_present(&path)?;
             removed.entry(target).or_default().push(path);
         }
     }

@@ -11,7 +11,7 @@ use super::lines::{Head, Line, Part, TREE_ROWS};
 use crate::agents::Meta;
 use crate::agents::content::text_of;
 use crate::agents::json::{self, Parsed, Scratch};
-use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind};
+use crate::blocks::{Block, BlockKind, Call, Entry, EntryKind};
 
 /// One object of a line (see `lines::objects`) as a skeleton entry.
 ///

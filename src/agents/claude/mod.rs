@@ -32,7 +32,7 @@ use serde_json::value::RawValue;
 use super::json::{self, Scratch};
 use super::place::shaped;
 use super::{Describe, Format, Meta, Titles, Tree};
-use crate::ledger::{Block, Entry};
+use crate::blocks::{Block, Entry};
 
 pub use titles::ACTIVE_WINDOW;
 

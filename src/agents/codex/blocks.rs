@@ -8,7 +8,7 @@ use super::lines::{Head, Line, Part, Payload};
 use crate::agents::Meta;
 use crate::agents::content::{Content, Part as _, text_of};
 use crate::agents::json::{self, Scratch};
-use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind, Outcome};
+use crate::blocks::{Block, BlockKind, Call, Entry, EntryKind, Outcome};
 
 pub(super) fn skeleton(line: &[u8], index: usize) -> Option<(Entry, Option<Meta>)> {
     let mut scratch = Scratch::default();

@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 use super::json::{self, Scratch};
 use super::place::shaped;
 use super::{Describe, Format, Mark, Meta, Tree};
-use crate::ledger::{Block, Entry};
+use crate::blocks::{Block, Entry};
 
 /// Codex CLI rollouts.
 pub struct Codex;

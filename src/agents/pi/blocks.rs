@@ -10,7 +10,7 @@ use super::lines::{Head, Line, Message, Part};
 use crate::agents::Meta;
 use crate::agents::content::{Content, text_of};
 use crate::agents::json::{self, Scratch};
-use crate::ledger::{Block, BlockKind, Call, Entry, EntryKind, Outcome};
+use crate::blocks::{Block, BlockKind, Call, Entry, EntryKind, Outcome};
 
 pub(super) fn skeleton(
     line: &[u8],

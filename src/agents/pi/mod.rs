@@ -25,7 +25,7 @@ use super::json::{self, Scratch};
 use super::lines::{MAX_META_LINE, for_each_line, title_line};
 use super::place::shaped;
 use super::{Describe, Described, Format, Mark, Meta, Titles, Tree};
-use crate::ledger::{Block, Entry};
+use crate::blocks::{Block, Entry};
 
 /// Pi coding agent sessions.
 pub struct Pi;

@@ -25,7 +25,7 @@ pub fn start(io: &mut Io<'_>, store: &Store, args: &MountArgs) -> Result<Status>
         None => default_log()?,
     };
     if let Some(parent) = log.parent().filter(|p| !p.as_os_str().is_empty()) {
-        crate::store::create_private_dir(parent)?;
+        crate::files::create_private_dir(parent)?;
     }
     let mut file = std::fs::OpenOptions::new()
         .create(true)

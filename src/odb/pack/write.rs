@@ -16,7 +16,7 @@ use super::workers::{Done, Workers};
 use super::{PackInfo, PackOptions, index_path, pack_path, writer_error};
 use crate::digest::{Digest, HashingWriter};
 use crate::error::{IoContext, Result};
-use crate::store::atomic::{Pending, sync_parent};
+use crate::files::atomic::{Pending, sync_parent};
 
 /// Raw bytes waiting for or under compression, at most (but always room for one block).
 const MAX_IN_FLIGHT_BYTES: usize = 32 << 20;
@@ -152,7 +152,7 @@ impl PackWriter {
         let (pack, name, pack_bytes) = self.pack.take().expect("finish runs once").finish();
         let (index, index_bytes) = self.write_index(&name, pack_bytes)?;
         if !pack_dir.is_dir() {
-            crate::store::create_private_dir(pack_dir)?;
+            crate::files::create_private_dir(pack_dir)?;
             sync_parent(pack_dir)?;
         }
         pack.commit(&pack_path(pack_dir, &name), false)?;
