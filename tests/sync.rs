@@ -1037,3 +1037,35 @@ fn a_lock_file_a_killed_git_left_in_the_mirror_does_not_fail_the_next_sync() {
         fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
     );
 }
+
+#[test]
+fn a_sync_of_hundreds_of_sessions_leaves_the_mirror_packed_and_clones_back() {
+    let w = World::new();
+    // A folder of small sessions, each its own id, folded at once.
+    let dir = w.env.path("many");
+    fs::create_dir(&dir).unwrap();
+    let count = 300;
+    for n in 0..count {
+        let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
+        let header = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n"
+        );
+        let turn = format!(
+            "{{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"session {n}\"}}]}}}}\n"
+        );
+        fs::write(dir.join(format!("{id}.jsonl")), header + &turn).unwrap();
+    }
+    w.ctxfold(&w.a, &["fold", "--apply", "-q", dir.to_str().unwrap()])
+        .ok();
+    let remote = w.remote.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    w.sync(&w.a);
+    let mirror = w.a.join("mirror.git");
+    let counted = w.git(Some(&mirror), ["count-objects", "-v"]);
+    assert!(counted.starts_with("count: 0\n"), "{counted}");
+    assert!(counted.contains("\npacks: 1\n"), "{counted}");
+    // Another machine clones it back whole.
+    w.ctxfold(&w.b, &["clone", remote]).ok();
+    let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
+    assert_eq!(listed.lines().count(), count);
+}

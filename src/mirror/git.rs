@@ -157,6 +157,37 @@ pub fn push(git_dir: &Path, remote: &str, commit: ObjectId) -> Result<()> {
     Ok(())
 }
 
+/// Loose objects past which a sync packs the mirror: a commit of thousands of sessions writes as
+/// many loose files, which took as much room again as the store.
+const LOOSE_OBJECTS_TO_PACK: u64 = 256;
+
+/// Packs past which a sync packs the mirror's packs into one.
+const PACKS_TO_REPACK: u64 = 16;
+
+/// Pack the mirror's loose objects once there are many, and its packs once there are many, as
+/// `git gc --auto` would but counted exactly (git estimates from one folder of 256, which misses
+/// hundreds).
+pub fn pack(git_dir: &Path) -> Result<()> {
+    let counted = run_ok(
+        git_dir,
+        "count the mirror's objects",
+        ["count-objects", "-v"],
+    )?;
+    let field = |name: &str| {
+        String::from_utf8_lossy(&counted)
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let args: &[&str] = match (field("count:"), field("packs:")) {
+        (_, packs) if packs > PACKS_TO_REPACK => &["repack", "-a", "-d", "-q"],
+        (loose, _) if loose > LOOSE_OBJECTS_TO_PACK => &["repack", "-d", "-q"],
+        _ => return Ok(()),
+    };
+    run_ok(git_dir, "pack the mirror", args)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::reason;

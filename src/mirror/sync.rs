@@ -69,6 +69,7 @@ fn sync_locked(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
         sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
         git::push(git_dir, remote, commit)?;
     }
+    git::pack(git_dir)?;
     Ok(Outcome {
         remote: remote.to_string(),
         commit,
