@@ -15,6 +15,7 @@ pub mod dispatch;
 pub mod error;
 pub mod files;
 pub mod fold;
+pub mod grep;
 pub mod history;
 pub mod input;
 pub mod interrupt;

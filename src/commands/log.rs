@@ -159,6 +159,6 @@ fn line(summary: &Summary, short: usize, style: crate::cli::style::Style) -> Str
 }
 
 /// Whether `cwd` is `dir` or inside it (component by component: `/a/bc` is not inside `/a/b`).
-fn is_under(cwd: Option<&str>, dir: &Path) -> bool {
+pub(crate) fn is_under(cwd: Option<&str>, dir: &Path) -> bool {
     cwd.is_some_and(|cwd| Path::new(cwd).starts_with(dir))
 }

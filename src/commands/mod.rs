@@ -11,6 +11,7 @@ pub mod extract_seeds;
 pub mod fold;
 pub mod fsck;
 pub mod gc;
+pub mod grep;
 pub mod hash_object;
 pub mod help;
 pub mod install_docs;
@@ -81,6 +82,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<sync::CloneArgs>(Level::Porcelain),
         Spec::of::<seeds::SeedsArgs>(Level::Porcelain),
         Spec::of::<recall::RecallArgs>(Level::Porcelain),
+        Spec::of::<grep::GrepArgs>(Level::Porcelain),
         Spec::of::<help::HelpArgs>(Level::Porcelain),
         Spec::of::<version::VersionArgs>(Level::Porcelain),
         Spec::of::<completions::CompletionsArgs>(Level::Porcelain),

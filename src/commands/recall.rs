@@ -38,7 +38,8 @@ use crate::seeds::recall::{Event, Field, Pulled, Query, Verified, recall};
 /// Lines: for each session `{"type":"session","session":ID,"title":…,"started":…,"agent":…,
 /// "cwd":…}` (what is not known is null), then its `{"type":"match",…}` and `{"type":"span",…,
 /// "sha256":HEX|null,"text":…}` objects: the sha256 a span was recorded with, which
-/// ctxfold-verify-span takes. Exit 1 when nothing matched.
+/// ctxfold-verify-span takes. Exit 1 when nothing matched, with a note that ctxfold grep searches
+/// the sessions' whole text (prompts and replies are not in the index).
 ///
 /// On a terminal the output goes through a pager, as git's does: $CTXFOLD_PAGER, else $PAGER,
 /// else less (with LESS=FRX unless LESS is set); an empty one or `cat`, or --no-pager, is none.
@@ -146,6 +147,10 @@ impl Command for RecallArgs {
         })?;
         for note in notes {
             io.note(note);
+        }
+        if !found {
+            // The index holds identifiers, errors, files and commands, not what people wrote.
+            io.note("no seed record matches; try ctxfold grep");
         }
         Ok(if found {
             Status::Success

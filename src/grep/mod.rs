@@ -1,0 +1,128 @@
+//! `ctxfold grep`'s search: a pattern over the text a person reads in sessions (the decoded string
+//! values of their lines), folded or on disk, in two passes.
+//!
+//! The first pass ([`scan`]) tells which sessions match and which of their lines, on every core:
+//! a folded session's lines are told by the stored objects they are made of, so a line that many
+//! sessions share (forks, resumes) is read and searched once ([`folded`]); a session on disk is
+//! read line by line. The second pass ([`hits`]) reads again only the sessions that match, to say
+//! each match's turn, role and block and print it; `-l` and `-c` need no second pass.
+//!
+//! Not for: deciding which sessions there are (the command gathers them as `log` does) or
+//! printing (the command's).
+
+pub mod folded;
+pub mod hits;
+pub mod matches;
+pub mod pattern;
+pub mod strings;
+
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use regex::bytes::Regex;
+
+use crate::error::{IoContext, Result};
+use crate::ledger::{FileSource, Source, StoreSource};
+use crate::store::Store;
+use crate::store::manifest::Manifest;
+use folded::{Kept, Memo, Walk, trim_end};
+use strings::Texts;
+
+/// Where a session's bytes are read from.
+pub enum Place {
+    Store(Box<Manifest>),
+    File(PathBuf),
+}
+
+impl Place {
+    /// A reader of the session's bytes, for the second pass.
+    pub fn source<'a>(&'a self, store: Option<&'a Store>) -> Box<dyn Source + 'a> {
+        match (self, store) {
+            (Place::Store(manifest), Some(store)) => Box::new(StoreSource { store, manifest }),
+            (Place::File(path), _) => Box::new(FileSource(path.clone())),
+            (Place::Store(_), None) => unreachable!("a folded session comes with its store"),
+        }
+    }
+}
+
+/// When a session's search stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// After this many matching text lines (`-m`).
+    pub max_count: Option<u64>,
+    /// At the first match (`-l`).
+    pub first: bool,
+}
+
+/// What the first pass found in one session.
+#[derive(Debug, Default, Clone)]
+pub struct Found {
+    /// Text lines that hold a match, up to `-m`.
+    pub count: u64,
+    /// The session's lines (1 for the first) that hold them, in order.
+    pub lines: Vec<u64>,
+}
+
+impl Found {
+    /// Add `matching` text lines found on line `number`; true when no more are wanted.
+    fn add(&mut self, number: u64, matching: u64, limits: Limits) -> bool {
+        if matching == 0 {
+            return false;
+        }
+        let room = limits.max_count.map_or(u64::MAX, |max| max - self.count);
+        self.count += matching.min(room);
+        self.lines.push(number);
+        limits.first || limits.max_count.is_some_and(|max| self.count >= max)
+    }
+}
+
+/// The first pass over `places`, on every core: what each holds, in their order.
+pub fn scan(
+    store: Option<&Store>,
+    places: &[&Place],
+    regex: &Regex,
+    limits: Limits,
+) -> Vec<Result<Found>> {
+    let memo = Memo::default();
+    places
+        .par_iter()
+        .map_init(Kept::default, |kept, place| {
+            if limits.max_count == Some(0) {
+                return Ok(Found::default());
+            }
+            match (place, store) {
+                (Place::Store(manifest), Some(store)) => Walk {
+                    store,
+                    manifest,
+                    regex,
+                    limits,
+                    memo: &memo,
+                }
+                .run(kept),
+                _ => scan_file(place.source(store).as_ref(), regex, limits),
+            }
+        })
+        .collect()
+}
+
+/// A session read line by line (a file on disk).
+fn scan_file(source: &dyn Source, regex: &Regex, limits: Limits) -> Result<Found> {
+    let mut reader = source.open()?;
+    let (mut line, mut texts) = (Vec::new(), Texts::default());
+    let mut found = Found::default();
+    for number in 1.. {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .context(|| format!("read {}", source.describe()))?;
+        if n == 0 {
+            break;
+        }
+        let matching = matches::count(regex, &mut texts, trim_end(&line));
+        if found.add(number, matching, limits) {
+            break;
+        }
+    }
+    Ok(found)
+}
