@@ -162,7 +162,7 @@ impl GrepArgs {
             None => {}
         }
         specs.extend(self.sessions.iter().cloned());
-        let regex = build(
+        let pattern = build(
             &patterns,
             Flags {
                 fixed: self.fixed_strings,
@@ -179,7 +179,7 @@ impl GrepArgs {
             first: self.files_with_matches,
         };
         let places: Vec<&Place> = targets.iter().map(|t| &t.place).collect();
-        let found = scan(store.as_ref(), &places, &regex, limits);
+        let found = scan(store.as_ref(), &places, &pattern, limits);
         let mut errors = Vec::new();
         let mut any = false;
         let listed = pager::page(io, &self.pager, |io| {
@@ -204,7 +204,7 @@ impl GrepArgs {
                     store.as_ref(),
                     target,
                     &found,
-                    &regex,
+                    &pattern.regex,
                     &mut errors,
                 ) {
                     if e.is_broken_pipe() || matches!(e.cause(), crate::error::Cause::Write { .. })

@@ -14,10 +14,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use foldhash::fast::RandomState;
-use regex::bytes::Regex;
 
 use super::matches::count;
-use super::strings::Texts;
+use super::pattern::Pattern;
+use super::strings::{Texts, opaque_at};
 use super::{Found, Limits};
 use crate::digest::Digest;
 use crate::error::Result;
@@ -78,13 +78,16 @@ struct Piece {
     object: ObjectRef,
     start: u32,
     end: u32,
+    /// Opaque data (a field under `encrypted_content`, a base64 image): never searched, so never
+    /// read; the line reads it as the empty string.
+    opaque: bool,
 }
 
 /// One folded session searched.
 pub struct Walk<'a> {
     pub store: &'a Store,
     pub manifest: &'a Manifest,
-    pub regex: &'a Regex,
+    pub pattern: &'a Pattern,
     pub limits: Limits,
     pub memo: &'a Memo,
 }
@@ -116,12 +119,15 @@ impl Walk<'_> {
                 PartKind::Field => None,
                 PartKind::Residual => Some(self.ends(&object, kept)?),
             };
+            let opaque =
+                part.kind == PartKind::Field && part.json_path.as_deref().is_some_and(opaque_at);
             let mut from = 0;
             for &end in ends.iter().flat_map(|e| e.iter()) {
                 state.pieces.push(Piece {
                     object,
                     start: from,
                     end: end + 1,
+                    opaque,
                 });
                 from = end + 1;
                 if self.line_done(&mut state, kept)? {
@@ -133,6 +139,7 @@ impl Walk<'_> {
                     object,
                     start: from,
                     end: len,
+                    opaque,
                 });
             }
         }
@@ -169,13 +176,17 @@ impl Walk<'_> {
             None => {
                 state.line.clear();
                 for piece in &state.pieces {
+                    if piece.opaque {
+                        state.line.extend_from_slice(b"\"\"");
+                        continue;
+                    }
                     let bytes = kept.get(self.store, &piece.object)?;
                     state
                         .line
                         .extend_from_slice(&bytes[piece.start as usize..piece.end as usize]);
                 }
                 let text = trim_end(&state.line);
-                let n = count(self.regex, &mut state.texts, text);
+                let n = count(self.pattern, &mut state.texts, text);
                 let mut memo = self.memo.lines.lock().expect("memo");
                 if memo.len() < MAX_LINES {
                     memo.insert(key, n);

@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use regex::bytes::Regex;
 
+use super::pattern::Pattern;
 use super::strings::Texts;
 
 /// A match in one value: the value's index and the match's range in the value's text.
@@ -70,9 +71,12 @@ pub fn lines_of(texts: &Texts, matches: &[Match]) -> Vec<(usize, usize)> {
 }
 
 /// How many text lines of `line` (a JSONL line without its `\n`) hold a match.
-pub fn count(regex: &Regex, texts: &mut Texts, line: &[u8]) -> u64 {
+pub fn count(pattern: &Pattern, texts: &mut Texts, line: &[u8]) -> u64 {
+    if (pattern.prefilter.as_ref()).is_some_and(|pre| !pre.may_match(line)) {
+        return 0;
+    }
     texts.decode(line);
-    let found = matches(regex, texts);
+    let found = matches(&pattern.regex, texts);
     if found.is_empty() {
         return 0;
     }
@@ -85,20 +89,24 @@ mod tests {
 
     #[test]
     fn matches_stay_within_one_value_and_count_by_text_line() {
-        let regex = Regex::new(r"(?m)b\s+c|^two|x").unwrap();
+        let pattern = Pattern {
+            regex: Regex::new(r"(?m)b\s+c|^two|x").unwrap(),
+            prefilter: None,
+        };
+        let regex = &pattern.regex;
         let mut texts = Texts::default();
         // "b" ends one value and "c" starts the next: the newline between them is no text.
-        assert_eq!(count(&regex, &mut texts, br#"{"a":"ab","b":"cd"}"#), 0);
+        assert_eq!(count(&pattern, &mut texts, br#"{"a":"ab","b":"cd"}"#), 0);
         assert_eq!(
-            count(&regex, &mut texts, br#"{"a":"one\ntwo x","b":"b\nc"}"#),
+            count(&pattern, &mut texts, br#"{"a":"one\ntwo x","b":"b\nc"}"#),
             2
         );
-        let found = matches(&regex, &texts);
+        let found = matches(regex, &texts);
         assert_eq!(lines_of(&texts, &found), vec![(0, 1), (1, 0)]);
         // The same text line twice on one JSON line is one matching line.
         assert_eq!(
             count(
-                &regex,
+                &pattern,
                 &mut texts,
                 br#"{"a":"1\ntwo x","b":"two x","c":"z\ntwo x","d":"x y"}"#
             ),

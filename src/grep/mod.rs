@@ -14,19 +14,20 @@ pub mod folded;
 pub mod hits;
 pub mod matches;
 pub mod pattern;
+pub mod prefilter;
 pub mod strings;
 
 use std::io::BufRead;
 use std::path::PathBuf;
 
 use rayon::prelude::*;
-use regex::bytes::Regex;
 
 use crate::error::{IoContext, Result};
 use crate::ledger::{FileSource, Source, StoreSource};
 use crate::store::Store;
 use crate::store::manifest::Manifest;
 use folded::{Kept, Memo, Walk, trim_end};
+use pattern::Pattern;
 use strings::Texts;
 
 /// Where a session's bytes are read from.
@@ -81,10 +82,16 @@ impl Found {
 pub fn scan(
     store: Option<&Store>,
     places: &[&Place],
-    regex: &Regex,
+    pattern: &Pattern,
     limits: Limits,
 ) -> Vec<Result<Found>> {
     let memo = Memo::default();
+    if let Some(store) = store {
+        // Sessions are read one after the other, each from its own neighbouring blocks.
+        store
+            .odb()
+            .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
+    }
     places
         .par_iter()
         .map_init(Kept::default, |kept, place| {
@@ -95,19 +102,19 @@ pub fn scan(
                 (Place::Store(manifest), Some(store)) => Walk {
                     store,
                     manifest,
-                    regex,
+                    pattern,
                     limits,
                     memo: &memo,
                 }
                 .run(kept),
-                _ => scan_file(place.source(store).as_ref(), regex, limits),
+                _ => scan_file(place.source(store).as_ref(), pattern, limits),
             }
         })
         .collect()
 }
 
 /// A session read line by line (a file on disk).
-fn scan_file(source: &dyn Source, regex: &Regex, limits: Limits) -> Result<Found> {
+fn scan_file(source: &dyn Source, pattern: &Pattern, limits: Limits) -> Result<Found> {
     let mut reader = source.open()?;
     let (mut line, mut texts) = (Vec::new(), Texts::default());
     let mut found = Found::default();
@@ -119,7 +126,7 @@ fn scan_file(source: &dyn Source, regex: &Regex, limits: Limits) -> Result<Found
         if n == 0 {
             break;
         }
-        let matching = matches::count(regex, &mut texts, trim_end(&line));
+        let matching = matches::count(pattern, &mut texts, trim_end(&line));
         if found.add(number, matching, limits) {
             break;
         }

@@ -6,7 +6,15 @@
 
 use regex::bytes::{Regex, RegexBuilder};
 
+use super::prefilter::Prefilter;
 use crate::error::{Error, Result};
+
+/// The patterns as one regex over bytes (session text is not always UTF-8), and the test that
+/// passes over lines that cannot match without decoding them, when there is one.
+pub struct Pattern {
+    pub regex: Regex,
+    pub prefilter: Option<Prefilter>,
+}
 
 /// How the patterns are read.
 #[derive(Debug, Clone, Copy, Default)]
@@ -18,8 +26,8 @@ pub struct Flags {
     pub word: bool,
 }
 
-/// The patterns as one regex over bytes (session text is not always UTF-8).
-pub fn build(patterns: &[String], flags: Flags) -> Result<Regex> {
+/// The patterns read as `flags` say.
+pub fn build(patterns: &[String], flags: Flags) -> Result<Pattern> {
     let alternatives: Vec<String> = patterns
         .iter()
         .map(|p| {
@@ -39,7 +47,8 @@ pub fn build(patterns: &[String], flags: Flags) -> Result<Regex> {
         .collect();
     let ignore_case = flags.ignore_case
         || (flags.smart_case && !patterns.iter().any(|p| has_uppercase(p, flags.fixed)));
-    RegexBuilder::new(&alternatives.join("|"))
+    let source = alternatives.join("|");
+    let regex = RegexBuilder::new(&source)
         .multi_line(true)
         .case_insensitive(ignore_case)
         .build()
@@ -52,7 +61,11 @@ pub fn build(patterns: &[String], flags: Flags) -> Result<Regex> {
                     .collect::<Vec<_>>()
                     .join(" ")
             ))
-        })
+        })?;
+    Ok(Pattern {
+        regex,
+        prefilter: Prefilter::new(&source, ignore_case),
+    })
 }
 
 /// Whether `pattern` names an uppercase letter itself: the letter of an escape (`\S`, `\W`,
@@ -75,7 +88,10 @@ mod tests {
 
     fn matches(patterns: &[&str], flags: Flags, text: &str) -> bool {
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
-        build(&patterns, flags).unwrap().is_match(text.as_bytes())
+        build(&patterns, flags)
+            .unwrap()
+            .regex
+            .is_match(text.as_bytes())
     }
 
     #[test]
@@ -110,7 +126,9 @@ mod tests {
 
     #[test]
     fn a_bad_pattern_is_a_usage_error_on_one_line() {
-        let e = build(&["a(".to_string()], Flags::default()).unwrap_err();
+        let Err(e) = build(&["a(".to_string()], Flags::default()) else {
+            panic!("a( is a pattern");
+        };
         assert_eq!(e.status(), crate::error::Status::Usage);
         assert!(!e.to_string().contains('\n'), "{e}");
     }

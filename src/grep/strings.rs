@@ -20,6 +20,14 @@ const OPAQUE: &[&[u8]] = &[
     b"image_url",
 ];
 
+/// Whether the string at `pointer` (a field part's RFC 6901 `json_path`) is opaque data: the
+/// key it is under (an array's, for an element) is one of [`OPAQUE`].
+pub fn opaque_at(pointer: &str) -> bool {
+    let key = (pointer.rsplit('/'))
+        .find(|segment| segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_digit()));
+    key.is_some_and(|key| OPAQUE.contains(&key.as_bytes()))
+}
+
 /// One string value of a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Value {
@@ -275,6 +283,16 @@ mod tests {
             vec!["ls\n-la", "[not json"]
         );
         assert_eq!(decoded(r#"{"k" : "v" ,"w":"x"}"#), vec!["v", "x"]);
+    }
+
+    #[test]
+    fn opaque_fields_are_told_by_their_pointer() {
+        assert!(opaque_at("/payload/encrypted_content"));
+        assert!(opaque_at("/message/content/0/source/data"));
+        assert!(opaque_at("/images/data/3"));
+        assert!(!opaque_at("/payload/content/0/text"));
+        assert!(!opaque_at("/data/0/text"));
+        assert!(!opaque_at(""));
     }
 
     #[test]

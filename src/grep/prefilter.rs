@@ -1,0 +1,84 @@
+//! A test of a line's bytes as written that passes over most lines without decoding them: when
+//! every match of the patterns starts with one of a few literals that JSON never escapes (no `"`,
+//! `\`, `/` nor control character), a line whose bytes hold none of them, and no `\u` escape
+//! (which may spell any character), holds no match in its decoded text either.
+//!
+//! Not for: deciding a match. A line the test passes is decoded and searched.
+
+use memchr::memmem;
+use regex::bytes::{Regex, RegexBuilder};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+
+/// Literals tried at most: more, and the test costs what it saves.
+const MAX_LITERALS: usize = 64;
+
+pub struct Prefilter {
+    literals: Regex,
+}
+
+impl Prefilter {
+    /// The test for `pattern` (the search's regex, before case is ignored), or `None` when no
+    /// sound one is known.
+    pub fn new(pattern: &str, ignore_case: bool) -> Option<Self> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .multi_line(true)
+            .build()
+            .parse(pattern)
+            .ok()?;
+        let mut seq = Extractor::new().kind(ExtractKind::Prefix).extract(&hir);
+        seq.optimize_for_prefix_by_preference();
+        let literals = seq.literals()?;
+        if literals.is_empty() || literals.len() > MAX_LITERALS {
+            return None;
+        }
+        let mut alternatives = Vec::new();
+        for literal in literals {
+            let bytes = literal.as_bytes();
+            if bytes.is_empty() || !bytes.iter().all(|&b| never_escaped(b)) {
+                return None;
+            }
+            alternatives.push(regex::escape(std::str::from_utf8(bytes).ok()?));
+        }
+        let literals = RegexBuilder::new(&alternatives.join("|"))
+            .case_insensitive(ignore_case)
+            .build()
+            .ok()?;
+        Some(Self { literals })
+    }
+
+    /// Whether `raw` (a line as written) may hold a match once decoded.
+    pub fn may_match(&self, raw: &[u8]) -> bool {
+        self.literals.is_match(raw) || memmem::find(raw, b"\\u").is_some()
+    }
+}
+
+/// Whether JSON writes `byte` as itself, always (non-ASCII may be written `\u…`, which
+/// [`Prefilter::may_match`] lets through).
+fn never_escaped(byte: u8) -> bool {
+    byte >= 0x20 && !matches!(byte, b'"' | b'\\' | b'/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_without_the_literals_are_passed_over_and_escapes_let_through() {
+        let pre = Prefilter::new(r"(?:cool(?:down|er))|(?:warm\w+)", true).unwrap();
+        assert!(pre.may_match(br#"{"text":"the COOLDOWN"}"#));
+        assert!(pre.may_match(br#"{"text":"warming"}"#));
+        assert!(!pre.may_match(br#"{"text":"cold"}"#));
+        // `c` written as an escape: decoded, it may match.
+        assert!(pre.may_match(br#"{"text":"\u0063ooldown"}"#));
+    }
+
+    #[test]
+    fn no_test_where_a_match_may_start_anywhere_or_with_an_escaped_byte() {
+        assert!(Prefilter::new(r"\w+", false).is_none());
+        assert!(Prefilter::new(r"a|.*", false).is_none());
+        assert!(Prefilter::new("say \"hi\"", false).is_none());
+        assert!(Prefilter::new(r"src/main", false).is_none());
+        assert!(Prefilter::new(r"a\nb", false).is_none());
+        assert!(Prefilter::new(r"\b{start-half}(?:word)\b{end-half}", false).is_some());
+    }
+}
