@@ -341,31 +341,27 @@ impl GrepArgs {
             max_count: self.max_count,
         };
         self.heading(out, style, target)?;
-        let source = target.place.source(store);
         let mut bad_utf8 = None;
-        show(
-            source.as_ref(),
-            &found.lines,
-            regex,
-            around,
-            &mut |shown| match shown {
-                Shown::Break if !self.json => emit(out, "--"),
-                Shown::Break => Ok(()),
-                Shown::Context { at, text } => {
-                    check_utf8(text, at, &mut bad_utf8);
-                    self.line(out, style, target, at, text, &[], &[])
-                }
-                Shown::Match {
-                    at,
-                    text,
-                    ranges,
-                    bytes,
-                } => {
-                    check_utf8(text, at, &mut bad_utf8);
-                    self.line(out, style, target, at, text, &ranges, &bytes)
-                }
-            },
-        )?;
+        let mut each = |shown: Shown<'_>| match shown {
+            Shown::Break if !self.json => emit(out, "--"),
+            Shown::Break => Ok(()),
+            Shown::Context { at, text } => {
+                check_utf8(text, at, &mut bad_utf8);
+                self.line(out, style, target, at, text, &[], &[])
+            }
+            Shown::Match {
+                at,
+                text,
+                ranges,
+                bytes,
+            } => {
+                check_utf8(text, at, &mut bad_utf8);
+                self.line(out, style, target, at, text, &ranges, &bytes)
+            }
+        };
+        (target.place).read(store, |source| {
+            show(source, &found.lines, regex, around, &mut each)
+        })?;
         if !self.json {
             emit(out, "")?;
         }
@@ -476,13 +472,11 @@ fn target_of(
 ) -> Result<Option<Target>> {
     let disk = on_disk.get(summary.id.as_str());
     let (place, started_at) = match (summary.state, store) {
-        (State::Folded | State::Stored, Some(store)) => {
-            let manifest = store.load_manifest(&summary.id)?;
-            let at = started(&manifest.session);
-            (Place::Store(Box::new(manifest)), at)
+        (State::Folded | State::Stored, Some(_)) => {
+            (Place::Store(summary.id.clone()), summary.started.clone())
         }
         _ => match disk {
-            Some(found) => (Place::File(found.path.clone()), started(&found.session)),
+            Some(found) => (Place::File(found.path.clone()), summary.started.clone()),
             None => return Ok(None),
         },
     };

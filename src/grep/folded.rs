@@ -42,13 +42,15 @@ pub struct Memo {
 /// The objects one thread read last.
 #[derive(Default)]
 pub struct Kept {
-    objects: VecDeque<(Digest, Arc<Vec<u8>>)>,
+    objects: HashMap<Digest, Arc<Vec<u8>>, RandomState>,
+    /// Oldest first.
+    order: VecDeque<Digest>,
     bytes: usize,
 }
 
 impl Kept {
     fn get(&mut self, store: &Store, object: &ObjectRef) -> Result<Arc<Vec<u8>>> {
-        if let Some((_, bytes)) = self.objects.iter().find(|(d, _)| *d == object.sha256) {
+        if let Some(bytes) = self.objects.get(&object.sha256) {
             return Ok(bytes.clone());
         }
         let mut bytes = Vec::with_capacity(object.raw_bytes as usize);
@@ -63,9 +65,11 @@ impl Kept {
         let bytes = Arc::new(bytes);
         if bytes.len() <= KEPT_BYTES {
             self.bytes += bytes.len();
-            self.objects.push_back((object.sha256, bytes.clone()));
+            self.objects.insert(object.sha256, bytes.clone());
+            self.order.push_back(object.sha256);
             while self.bytes > KEPT_BYTES {
-                let (_, old) = self.objects.pop_front().expect("bytes are kept");
+                let oldest = self.order.pop_front().expect("bytes are kept");
+                let old = self.objects.remove(&oldest).expect("kept in order");
                 self.bytes -= old.len();
             }
         }

@@ -25,24 +25,36 @@ use rayon::prelude::*;
 use crate::error::{IoContext, Result};
 use crate::ledger::{FileSource, Source, StoreSource};
 use crate::store::Store;
-use crate::store::manifest::Manifest;
 use folded::{Kept, Memo, Walk, trim_end};
 use pattern::Pattern;
 use strings::Texts;
 
-/// Where a session's bytes are read from.
+/// Where a session's bytes are read from: the store (its manifest, read when the session is: a
+/// long session's lists thousands of parts) or a file.
 pub enum Place {
-    Store(Box<Manifest>),
+    Store(String),
     File(PathBuf),
 }
 
 impl Place {
-    /// A reader of the session's bytes, for the second pass.
-    pub fn source<'a>(&'a self, store: Option<&'a Store>) -> Box<dyn Source + 'a> {
+    /// `read` given a reader of the session's bytes (for the second pass).
+    pub fn read<T>(
+        &self,
+        store: Option<&Store>,
+        read: impl FnOnce(&dyn Source) -> Result<T>,
+    ) -> Result<T> {
         match (self, store) {
-            (Place::Store(manifest), Some(store)) => Box::new(StoreSource { store, manifest }),
-            (Place::File(path), _) => Box::new(FileSource(path.clone())),
-            (Place::Store(_), None) => unreachable!("a folded session comes with its store"),
+            (Place::Store(id), Some(store)) => {
+                let manifest = store.load_manifest(id)?;
+                read(&StoreSource {
+                    store,
+                    manifest: &manifest,
+                })
+            }
+            (Place::File(path), _) => read(&FileSource(path.clone())),
+            (Place::Store(id), None) => Err(crate::error::Error::not_found(format!(
+                "session {id}: no store"
+            ))),
         }
     }
 }
@@ -99,15 +111,15 @@ pub fn scan(
                 return Ok(Found::default());
             }
             match (place, store) {
-                (Place::Store(manifest), Some(store)) => Walk {
+                (Place::Store(id), Some(store)) => Walk {
                     store,
-                    manifest,
+                    manifest: &store.load_manifest(id)?,
                     pattern,
                     limits,
                     memo: &memo,
                 }
                 .run(kept),
-                _ => scan_file(place.source(store).as_ref(), pattern, limits),
+                _ => place.read(store, |source| scan_file(source, pattern, limits)),
             }
         })
         .collect()

@@ -1,7 +1,7 @@
 //! A test of a line's bytes as written that passes over most lines without decoding them: when
-//! every match of the patterns starts with one of a few literals that JSON never escapes (no `"`,
-//! `\`, `/` nor control character), a line whose bytes hold none of them, and no `\u` escape
-//! (which may spell any character), holds no match in its decoded text either.
+//! every match of the patterns starts (or else ends) with one of a few literals that JSON never
+//! escapes (no `"`, `\`, `/` nor control character), a line whose bytes hold none of them, and no
+//! `\u` escape (which may spell any character), holds no match in its decoded text either.
 //!
 //! Not for: deciding a match. A line the test passes is decoded and searched.
 
@@ -25,20 +25,9 @@ impl Prefilter {
             .build()
             .parse(pattern)
             .ok()?;
-        let mut seq = Extractor::new().kind(ExtractKind::Prefix).extract(&hir);
-        seq.optimize_for_prefix_by_preference();
-        let literals = seq.literals()?;
-        if literals.is_empty() || literals.len() > MAX_LITERALS {
-            return None;
-        }
-        let mut alternatives = Vec::new();
-        for literal in literals {
-            let bytes = literal.as_bytes();
-            if bytes.is_empty() || !bytes.iter().all(|&b| never_escaped(b)) {
-                return None;
-            }
-            alternatives.push(regex::escape(std::str::from_utf8(bytes).ok()?));
-        }
+        let alternatives = [ExtractKind::Prefix, ExtractKind::Suffix]
+            .into_iter()
+            .find_map(|kind| literals(&hir, kind))?;
         let literals = RegexBuilder::new(&alternatives.join("|"))
             .case_insensitive(ignore_case)
             .build()
@@ -50,6 +39,28 @@ impl Prefilter {
     pub fn may_match(&self, raw: &[u8]) -> bool {
         self.literals.is_match(raw) || memmem::find(raw, b"\\u").is_some()
     }
+}
+
+/// The literals every match starts (or ends) with, escaped for a regex, when they are few, none
+/// empty, and none holds a byte JSON may escape.
+fn literals(hir: &regex_syntax::hir::Hir, kind: ExtractKind) -> Option<Vec<String>> {
+    let mut seq = Extractor::new().kind(kind.clone()).extract(hir);
+    match kind {
+        ExtractKind::Prefix => seq.optimize_for_prefix_by_preference(),
+        _ => seq.optimize_for_suffix_by_preference(),
+    }
+    let literals = seq.literals()?;
+    if literals.is_empty() || literals.len() > MAX_LITERALS {
+        return None;
+    }
+    literals
+        .iter()
+        .map(|literal| {
+            let bytes = literal.as_bytes();
+            let plain = !bytes.is_empty() && bytes.iter().all(|&b| never_escaped(b));
+            plain.then(|| std::str::from_utf8(bytes).ok().map(regex::escape))?
+        })
+        .collect()
 }
 
 /// Whether JSON writes `byte` as itself, always (non-ASCII may be written `\u…`, which
@@ -75,6 +86,10 @@ mod tests {
     #[test]
     fn no_test_where_a_match_may_start_anywhere_or_with_an_escaped_byte() {
         assert!(Prefilter::new(r"\w+", false).is_none());
+        // No literal starts every match, one ends every match.
+        let pre = Prefilter::new(r"\w+ing toshal", false).unwrap();
+        assert!(pre.may_match(b"going toshal"));
+        assert!(!pre.may_match(b"going home"));
         assert!(Prefilter::new(r"a|.*", false).is_none());
         assert!(Prefilter::new("say \"hi\"", false).is_none());
         assert!(Prefilter::new(r"src/main", false).is_none());

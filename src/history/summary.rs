@@ -17,6 +17,7 @@ use super::ends;
 use super::ends_cache::{Ends, EndsCache};
 use super::named::file_of;
 use crate::agents::Agent;
+use crate::agents::place::started;
 use crate::agents::Homes;
 use crate::error::{Error, Result};
 use crate::fold::compare::{State as Compared, compare};
@@ -69,6 +70,9 @@ pub struct Summary {
     pub archived: bool,
     pub rollout_path: String,
     pub state: State,
+    /// When it started, as its file's name says ([`started`]).
+    #[serde(skip)]
+    pub started: Option<String>,
     /// What could not be read of it (its ends), said once by the listing.
     #[serde(skip)]
     pub problem: Option<String>,
@@ -88,6 +92,7 @@ impl Summary {
             archived: session.archived,
             rollout_path: session.rollout_path.clone(),
             state: State::Folded,
+            started: started(session),
             problem: None,
         };
         let read = || -> Result<Ends> {
@@ -127,6 +132,7 @@ impl Summary {
             archived: found.session.archived,
             rollout_path: found.session.rollout_path.clone(),
             state: State::New,
+            started: started(&found.session),
             problem: None,
         };
         summary.look_at(found);
