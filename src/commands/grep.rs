@@ -58,11 +58,11 @@ use crate::time::{Instant, since};
 /// (escapes and all: `ctxfold show --raw` gives them).
 ///
 /// On a terminal the output goes through a pager (see --no-pager) and matches are coloured (see
-/// --color). Exit status as ripgrep's: 0 a match was found, 1 none, 2 an error (a bad pattern, a
-/// session not found, a session that could not be read: the others are searched still).
+/// --color). Exit status as ripgrep's, of the table below only 0, 1 and 2: 0 a match was found, 1
+/// none, 2 an error (a bad pattern, a session not found, a session that could not be read or is
+/// not UTF-8: the others are searched and shown still).
 #[derive(Debug, clap::Parser)]
-#[command(name = "ctxfold-grep", version)]
-#[command(after_long_help = "Exit status: 0 a match; 1 no match; 2 an error.")]
+#[command(name = "ctxfold-grep", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct GrepArgs {
     /// What to look for (a regular expression); with -e, the first SESSION
     #[arg(value_name = "PATTERN", required_unless_present = "regexp")]

@@ -2,9 +2,11 @@
 //! pieces of stored objects it is made of (an object, a range of it), and a line made of the same
 //! pieces as one searched already, in this session or another (forks and resumes repeat most of
 //! their lines, and fold stores them as the same objects), is not read again: its answer is
-//! remembered. An object is read only for a line not yet searched, or once to find where its lines
-//! end. A line is searched whole, reassembled from its pieces, so a match that straddles two parts
-//! is found as any other.
+//! remembered. A field (one JSON string, stored as an object of its own: a tool's output, a
+//! system prompt every session repeats) is searched once, alone: one without a match is never read
+//! again, its lines read it as the empty string. A residual object is read once to find where its
+//! lines end, and again only for a line not yet searched. A line is searched whole, reassembled
+//! from its pieces, so a match that straddles two parts is found as any other.
 //!
 //! Memory is bounded: what is remembered stops growing at a fixed number of lines and objects
 //! (past it, lines are read as any unseen line), and the objects kept for the next line are a few
@@ -32,11 +34,13 @@ const MAX_OBJECTS: usize = 1 << 18;
 /// Decoded objects kept per thread for the lines that follow, in bytes.
 const KEPT_BYTES: usize = 8 << 20;
 
-/// What the threads of one search share: the lines searched and where objects' lines end.
+/// What the threads of one search share: the lines searched, where objects' lines end, and which
+/// fields hold a match.
 #[derive(Default)]
 pub struct Memo {
     lines: Mutex<HashMap<u128, u64, RandomState>>,
     ends: Mutex<HashMap<Digest, Arc<[u32]>, RandomState>>,
+    fields: Mutex<HashMap<Digest, bool, RandomState>>,
 }
 
 /// The objects one thread read last.
@@ -82,9 +86,9 @@ struct Piece {
     object: ObjectRef,
     start: u32,
     end: u32,
-    /// Opaque data (a field under `encrypted_content`, a base64 image): never searched, so never
-    /// read; the line reads it as the empty string.
-    opaque: bool,
+    /// A field that holds no match (opaque data, under `encrypted_content` or a base64 image, is
+    /// never searched): not read, the line reads it as the empty string.
+    blank: bool,
 }
 
 /// One folded session searched.
@@ -123,15 +127,16 @@ impl Walk<'_> {
                 PartKind::Field => None,
                 PartKind::Residual => Some(self.ends(&object, kept)?),
             };
-            let opaque =
-                part.kind == PartKind::Field && part.json_path.as_deref().is_some_and(opaque_at);
+            let blank = part.kind == PartKind::Field
+                && (part.json_path.as_deref().is_some_and(opaque_at)
+                    || !self.field_matches(&object, kept, &mut state.texts)?);
             let mut from = 0;
             for &end in ends.iter().flat_map(|e| e.iter()) {
                 state.pieces.push(Piece {
                     object,
                     start: from,
                     end: end + 1,
-                    opaque,
+                    blank,
                 });
                 from = end + 1;
                 if self.line_done(&mut state, kept)? {
@@ -143,7 +148,7 @@ impl Walk<'_> {
                     object,
                     start: from,
                     end: len,
-                    opaque,
+                    blank,
                 });
             }
         }
@@ -169,6 +174,29 @@ impl Walk<'_> {
         Ok(ends)
     }
 
+    /// Whether the field `object` (a JSON string as written) holds a match.
+    fn field_matches(
+        &self,
+        object: &ObjectRef,
+        kept: &mut Kept,
+        texts: &mut Texts,
+    ) -> Result<bool> {
+        if let Some(&known) = self.memo.fields.lock().expect("memo").get(&object.sha256) {
+            return Ok(known);
+        }
+        let token = kept.get(self.store, object)?;
+        let mut line = Vec::with_capacity(token.len() + 2);
+        line.push(b'[');
+        line.extend_from_slice(&token);
+        line.push(b']');
+        let found = count(self.pattern, texts, &line) > 0;
+        let mut memo = self.memo.fields.lock().expect("memo");
+        if memo.len() < MAX_OBJECTS {
+            memo.insert(object.sha256, found);
+        }
+        Ok(found)
+    }
+
     /// Search the line `state.pieces` make (or remember its answer); true when the session needs
     /// no more searching.
     fn line_done(&self, state: &mut State, kept: &mut Kept) -> Result<bool> {
@@ -180,7 +208,7 @@ impl Walk<'_> {
             None => {
                 state.line.clear();
                 for piece in &state.pieces {
-                    if piece.opaque {
+                    if piece.blank {
                         state.line.extend_from_slice(b"\"\"");
                         continue;
                     }

@@ -14,6 +14,7 @@ const MAX_LITERALS: usize = 64;
 
 pub struct Prefilter {
     literals: Regex,
+    escape: memmem::Finder<'static>,
 }
 
 impl Prefilter {
@@ -32,12 +33,15 @@ impl Prefilter {
             .case_insensitive(ignore_case)
             .build()
             .ok()?;
-        Some(Self { literals })
+        Some(Self {
+            literals,
+            escape: memmem::Finder::new(b"\\u"),
+        })
     }
 
     /// Whether `raw` (a line as written) may hold a match once decoded.
     pub fn may_match(&self, raw: &[u8]) -> bool {
-        self.literals.is_match(raw) || memmem::find(raw, b"\\u").is_some()
+        self.literals.is_match(raw) || self.escape.find(raw).is_some()
     }
 }
 
