@@ -318,8 +318,8 @@ impl GrepArgs {
                 place: Place::File(path),
             });
         }
-        // Oldest first, as a history reads.
-        targets.reverse();
+        // Oldest first, as a history reads (a session whose start is not known first).
+        targets.sort_by(|a, b| a.started.cmp(&b.started).then_with(|| a.id.cmp(&b.id)));
         Ok(targets)
     }
 

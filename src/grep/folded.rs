@@ -27,7 +27,7 @@ use crate::odb::Check;
 use crate::store::Store;
 use crate::store::manifest::{Manifest, ObjectRef, PartKind};
 
-/// Lines remembered at most (32 bytes each with the table's slack).
+/// Lines remembered at most (24 bytes each, and the table's slack: under 48 MiB).
 const MAX_LINES: usize = 1 << 20;
 /// Residual objects whose line ends are remembered at most.
 const MAX_OBJECTS: usize = 1 << 18;
@@ -38,7 +38,7 @@ const KEPT_BYTES: usize = 8 << 20;
 /// fields hold a match.
 #[derive(Default)]
 pub struct Memo {
-    lines: Mutex<HashMap<u128, u64, RandomState>>,
+    lines: Mutex<HashMap<[u64; 2], u32, RandomState>>,
     ends: Mutex<HashMap<Digest, Arc<[u32]>, RandomState>>,
     fields: Mutex<HashMap<Digest, bool, RandomState>>,
 }
@@ -204,7 +204,7 @@ impl Walk<'_> {
         let key = key(&state.pieces);
         let known = self.memo.lines.lock().expect("memo").get(&key).copied();
         let matching = match known {
-            Some(n) => n,
+            Some(n) => u64::from(n),
             None => {
                 state.line.clear();
                 for piece in &state.pieces {
@@ -221,7 +221,7 @@ impl Walk<'_> {
                 let n = count(self.pattern, &mut state.texts, text);
                 let mut memo = self.memo.lines.lock().expect("memo");
                 if memo.len() < MAX_LINES {
-                    memo.insert(key, n);
+                    memo.insert(key, n.try_into().unwrap_or(u32::MAX));
                 }
                 n
             }
@@ -240,14 +240,16 @@ struct State {
 }
 
 /// A line's name: the objects and ranges it is made of (the same pieces are the same bytes).
-fn key(pieces: &[Piece]) -> u128 {
+fn key(pieces: &[Piece]) -> [u64; 2] {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     for piece in pieces {
         hasher.update(piece.object.sha256.as_bytes());
         hasher.update(&piece.start.to_le_bytes());
         hasher.update(&piece.end.to_le_bytes());
     }
-    hasher.digest128()
+    let hash = hasher.digest128();
+    // Two halves: a table of u128 keys pads each entry to 32 bytes.
+    [hash as u64, (hash >> 64) as u64]
 }
 
 /// A line without its `\n` (and `\r`).
