@@ -237,6 +237,15 @@ fn ripgreps_flags_read_as_ripgrep_reads_them() {
             .stdout_text(),
         format!("{id}\n")
     );
+    // Colour: the match red, the turn green, the role cyan, as on a terminal.
+    let coloured = env
+        .run("ctxfold", ["grep", "--color", "always", "-m1", "KeyError"])
+        .ok();
+    assert!(
+        (coloured.stdout_text())
+            .contains("\x1b[32m1\x1b[0m:\x1b[36mtool_result\x1b[0m:\x1b[31mKeyError\x1b[0m: 'amount'"),
+        "{coloured:?}"
+    );
     // Filters: another agent's sessions, a session named by prefix.
     env.run("ctxfold", ["grep", "--agent", "codex", "KeyError"])
         .fails(1);
