@@ -32,12 +32,29 @@ pub fn matches(regex: &Regex, texts: &Texts) -> Vec<Match> {
     for (i, value) in texts.values.iter().enumerate() {
         let text = &texts.text[value.text.clone()];
         let mut lines = Vec::new();
+        // The text line of the match before: matches come in order, so each byte of a long
+        // text is looked at a bounded number of times, however many matches it holds.
+        let mut line: Option<Range<usize>> = None;
         for m in regex.find_iter(text).filter(|m| !m.is_empty()) {
-            let line = text_line(text, m.start());
-            if seen.contains(line) {
+            let current = match line.take() {
+                Some(l) if m.start() <= l.end => l,
+                before => {
+                    let from = before.map_or(0, |l| l.end);
+                    let start = memchr::memrchr(b'\n', &text[from..m.start()])
+                        .map_or(from, |i| from + i + 1);
+                    let end = memchr::memchr(b'\n', &text[m.start()..])
+                        .map_or(text.len(), |i| m.start() + i);
+                    start..end
+                }
+            };
+            let bytes = &text[current.clone()];
+            line = Some(current);
+            if seen.contains(bytes) {
                 continue;
             }
-            lines.push(line);
+            if lines.last() != Some(&bytes) {
+                lines.push(bytes);
+            }
             found.push(Match {
                 value: i,
                 range: m.range(),
@@ -48,25 +65,23 @@ pub fn matches(regex: &Regex, texts: &Texts) -> Vec<Match> {
     found
 }
 
-/// The line of `text` that `offset` is on, without its `\n`.
-fn text_line(text: &[u8], offset: usize) -> &[u8] {
-    let start = memchr::memrchr(b'\n', &text[..offset]).map_or(0, |i| i + 1);
-    let end = memchr::memchr(b'\n', &text[offset..]).map_or(text.len(), |i| offset + i);
-    &text[start..end]
-}
-
 /// The text lines (value, line index in its text) the matches start on, each once, in order: what
 /// ripgrep counts as matching lines.
 pub fn lines_of(texts: &Texts, matches: &[Match]) -> Vec<(usize, usize)> {
-    let mut lines: Vec<(usize, usize)> = matches
-        .iter()
-        .map(|m| {
-            let text = &texts.text[texts.values[m.value].text.clone()];
-            let line = memchr::memchr_iter(b'\n', &text[..m.range.start]).count();
-            (m.value, line)
-        })
-        .collect();
-    lines.dedup();
+    let mut lines: Vec<(usize, usize)> = Vec::new();
+    // Newlines counted on from the match before: a long output with many matches is read once.
+    let (mut value, mut at, mut line) = (usize::MAX, 0, 0);
+    for m in matches {
+        let text = &texts.text[texts.values[m.value].text.clone()];
+        if m.value != value {
+            (value, at, line) = (m.value, 0, 0);
+        }
+        line += memchr::memchr_iter(b'\n', &text[at..m.range.start]).count();
+        at = m.range.start;
+        if lines.last() != Some(&(value, line)) {
+            lines.push((value, line));
+        }
+    }
     lines
 }
 
