@@ -242,8 +242,9 @@ fn ripgreps_flags_read_as_ripgrep_reads_them() {
         .run("ctxfold", ["grep", "--color", "always", "-m1", "KeyError"])
         .ok();
     assert!(
-        (coloured.stdout_text())
-            .contains("\x1b[32m1\x1b[0m:\x1b[36mtool_result\x1b[0m:\x1b[31mKeyError\x1b[0m: 'amount'"),
+        (coloured.stdout_text()).contains(
+            "\x1b[32m1\x1b[0m:\x1b[36mtool_result\x1b[0m:\x1b[31mKeyError\x1b[0m: 'amount'"
+        ),
         "{coloured:?}"
     );
     // Filters: another agent's sessions, a session named by prefix.
