@@ -25,6 +25,7 @@ pub mod mount;
 pub mod odb;
 pub mod pipeline;
 pub mod restore;
+pub mod secrets;
 pub mod seeds;
 pub mod segment;
 pub mod sources;

@@ -518,11 +518,14 @@ fn tampered_remote_of(fill: impl FnOnce(&World), tamper: impl FnOnce(&Path, &[St
     w
 }
 
-/// B's store files (its mirror repository aside): a refused sync must leave them as they were.
+/// A store's files (its mirror repository and its caches aside: the secret scan remembers what it
+/// read before a sync is refused): a refused sync must leave them as they were.
 fn store_files(store: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     Env::snapshot(store)
         .into_iter()
-        .filter(|(p, _)| !p.starts_with(store.join("mirror.git")))
+        .filter(|(p, _)| {
+            !p.starts_with(store.join("mirror.git")) && !p.starts_with(store.join("cache"))
+        })
         .collect()
 }
 
@@ -1068,4 +1071,80 @@ fn a_sync_of_hundreds_of_sessions_leaves_the_mirror_packed_and_clones_back() {
     w.ctxfold(&w.b, &["clone", remote]).ok();
     let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
     assert_eq!(listed.lines().count(), count);
+}
+
+#[test]
+fn a_sync_refuses_to_push_sessions_holding_secrets_before_merging_unless_allowed() {
+    let w = World::new();
+    let rule = |id: &str| {
+        ctxfold::secrets::rules::RULES
+            .iter()
+            .find(|r| r.id == id)
+            .unwrap()
+            .example
+    };
+    let leak = |name: &str, id: &str| {
+        let line = serde_json::json!({"type": "note", "text": format!("use {}", rule(id))});
+        w.write(name, format!("{line}\n").as_bytes())
+    };
+    // B pushes first: A's refused sync must not even merge it.
+    w.fold(&w.b, "b-only", &fixture(own::CODEX_AGENT_SMALL));
+    for store in [&w.a, &w.b] {
+        w.ctxfold(
+            store,
+            &["remote", "add", "origin", w.remote.to_str().unwrap()],
+        )
+        .ok();
+    }
+    w.sync(&w.b);
+    w.fold(&w.a, "clean", &fixture(own::CODEX_SHELL_CRLF));
+    w.fold(&w.a, "leaky-1", &leak("l1.jsonl", "github-token"));
+    w.fold(&w.a, "leaky-2", &leak("l2.jsonl", "private-key"));
+    let before = store_files(&w.a);
+    let remote_before = w.git(Some(&w.remote), ["rev-parse", "refs/heads/ctxfold"]);
+
+    let refused = w.ctxfold(&w.a, &["sync"]).fails(3).one_line_error(
+        "2 sessions to push hold secrets, and the remote is not encrypted: leaky-1, leaky-2",
+    );
+    assert!(
+        refused.stderr.contains("--allow-secrets"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(store_files(&w.a), before, "nothing merged");
+    assert!(!w.a.join("manifests/b-only.json").exists());
+    let remote_after = w.git(Some(&w.remote), ["rev-parse", "refs/heads/ctxfold"]);
+    assert_eq!(remote_after, remote_before, "nothing pushed");
+    // The scan was remembered: a session's secrets are found again without reading it.
+    assert!(w.a.join("cache/secrets.jsonl").is_file());
+
+    // The mirror's commit of the refused state was undone: a session taken out is not sent.
+    w.ctxfold(&w.a, &["rm", "--apply", "leaky-2"]).ok();
+    w.ctxfold(&w.a, &["sync"]).fails(3).one_line_error(
+        "1 session to push holds secrets, and the remote is not encrypted: leaky-1 (",
+    );
+    let allowed = w
+        .ctxfold(&w.a, &["sync", "--allow-secrets"])
+        .ok()
+        .stdout_text();
+    assert!(
+        allowed.contains("1 session version holding secrets"),
+        "{allowed}"
+    );
+    let sent = w.git(
+        Some(&w.remote),
+        ["log", "-p", "--format=%H", "refs/heads/ctxfold"],
+    );
+    assert!(
+        !sent.contains("leaky-2"),
+        "a session taken out before any push never leaves"
+    );
+    assert!(w.a.join("manifests/b-only.json").exists());
+    // What is on the remote already is not asked about again: a clean session syncs as ever.
+    w.fold(&w.a, "clean-2", &fixture(own::CODEX_MID_TURN));
+    let again = w.sync(&w.a);
+    assert!(!again.contains("secrets"), "{again}");
+    // And a session on the remote that holds secrets does not stop B pulling it.
+    w.sync(&w.b);
+    assert!(w.b.join("manifests/leaky-1.json").exists());
 }

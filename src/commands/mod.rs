@@ -26,6 +26,7 @@ pub mod remote;
 pub mod repack;
 pub mod restore;
 pub mod rm;
+pub mod secrets;
 pub mod seeds;
 pub mod show;
 pub mod split;
@@ -80,6 +81,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<remote::RemoteArgs>(Level::Porcelain),
         Spec::of::<sync::SyncArgs>(Level::Porcelain),
         Spec::of::<sync::CloneArgs>(Level::Porcelain),
+        Spec::of::<secrets::SecretsArgs>(Level::Porcelain),
         Spec::of::<seeds::SeedsArgs>(Level::Porcelain),
         Spec::of::<recall::RecallArgs>(Level::Porcelain),
         Spec::of::<grep::GrepArgs>(Level::Porcelain),

@@ -6,6 +6,7 @@ use crate::commands::mirror::GitArgs;
 use crate::error::{Error, Result};
 use crate::mirror::sync::{Outcome, clone, sync};
 use crate::mirror::{Mirror, git};
+use crate::secrets::gate::{Policy, screen};
 
 /// Sync the store with a git remote: mirror, fetch, merge, commit, push
 ///
@@ -34,6 +35,12 @@ use crate::mirror::{Mirror, git};
 /// stderr, one line each, and kept: it restores with --to. A manifest with an unsafe session id
 /// (one that is not a plain file name) is refused like any invalid manifest.
 ///
+/// Before anything is merged, every session version the push would send (each one the remote's
+/// history lacks) is scanned for credentials as `ctxfold secrets` scans (what was scanned before is
+/// remembered, so this reads only what is new). While any holds one, the sync is refused (status
+/// 3) with the store as it was, and the sessions are named: `ctxfold secrets ID` shows where, and
+/// --allow-secrets pushes them anyway (how many is said).
+///
 /// Prints what changed (with --json, one JSON object, the notes in its `unplaced`).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-sync", version, after_long_help = crate::cli::EXIT_STATUS)]
@@ -41,6 +48,9 @@ pub struct SyncArgs {
     /// The remote [default: origin, or the only remote]
     #[arg(value_name = "REMOTE")]
     pub remote: Option<String>,
+    /// Push sessions that hold credentials (see ctxfold-secrets) instead of refusing to
+    #[arg(long)]
+    pub allow_secrets: bool,
     /// One JSON object instead of text
     #[arg(long)]
     pub json: bool,
@@ -61,7 +71,11 @@ impl Command for SyncArgs {
             None => default_remote(&Mirror::open_or_init(&dir)?)?,
         };
         let wait = || io.note("waiting for another sync (or a git it started) to finish…");
-        let outcome = sync(&store, &dir, &remote, wait)
+        let policy = match self.allow_secrets {
+            true => Policy::Send,
+            false => Policy::Refuse,
+        };
+        let outcome = sync(&store, &dir, &remote, wait, &|m| screen(&store, policy, m))
             .map_err(|e| e.context(format_args!("sync with {remote}")))?;
         report(io, &outcome, self.json)
     }
@@ -110,7 +124,9 @@ impl Command for CloneArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.init()?;
         let wait = || io.note("waiting for another sync (or a git it started) to finish…");
-        let outcome = clone(&store, &self.git.dir(&store), &self.url, wait)
+        // An empty store has nothing of its own to send: nothing to allow.
+        let refuse = &|m: &[_]| screen(&store, Policy::Refuse, m);
+        let outcome = clone(&store, &self.git.dir(&store), &self.url, wait, refuse)
             .map_err(|e| e.context(format_args!("clone {}", self.url)))?;
         report(io, &outcome, self.json)
     }
@@ -150,6 +166,11 @@ fn report(io: &mut Io<'_>, outcome: &Outcome, json: bool) -> Result<Status> {
         )?;
     }
     let pushed = match outcome.commit {
+        Some(commit) if outcome.pushed && outcome.sessions_with_secrets > 0 => format!(
+            "pushed {commit}: {} new or changed there, {} holding secrets",
+            count(outcome.sessions_pushed, "session"),
+            count(outcome.sessions_with_secrets, "session version")
+        ),
         Some(commit) if outcome.pushed => format!(
             "pushed {commit}: {} new or changed there",
             count(outcome.sessions_pushed, "session")

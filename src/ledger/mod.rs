@@ -59,6 +59,9 @@ impl std::ops::Deref for Ledger<'_> {
 /// One entry of the second pass, with its blocks as the ledger holds them.
 pub struct Visit<'l> {
     pub index: usize,
+    /// The 1-based number of its line among the lines this walk read: the file's line number for
+    /// a walk from the start.
+    pub line_number: u64,
     pub entry: &'l Entry,
     pub blocks: Vec<Block>,
     line: &'l [u8],
@@ -230,7 +233,9 @@ impl Ledger<'_> {
             None => (Lines::new(self.source)?, 0, format.blocks()),
         };
         let mut whole = true;
+        let mut line_number = 0;
         'lines: while let Some(line) = lines.next_line()? {
+            line_number += 1;
             for object in format.objects(line) {
                 let Some(blocks) = reader.blocks(object) else {
                     continue;
@@ -243,6 +248,7 @@ impl Ledger<'_> {
                 };
                 visit(Visit {
                     index,
+                    line_number,
                     entry,
                     blocks,
                     line: object,

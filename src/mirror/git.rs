@@ -145,6 +145,34 @@ pub fn fetch(git_dir: &Path, remote: &str) -> Result<bool> {
     Ok(true)
 }
 
+/// The files a push of `ours` to a remote whose branch is at `theirs` sends (every blob reachable
+/// from `ours` and not from `theirs`, with a path it has): git's own answer, `rev-list --objects`.
+pub fn files_to_send(
+    git_dir: &Path,
+    ours: ObjectId,
+    theirs: Option<ObjectId>,
+) -> Result<Vec<(ObjectId, String)>> {
+    let mut args = vec!["rev-list".to_string(), "--objects".into(), ours.to_string()];
+    if let Some(theirs) = theirs {
+        args.extend(["--not".into(), theirs.to_string()]);
+    }
+    let listed = run_ok(git_dir, "list what a push sends", &args)?;
+    let mut files = Vec::new();
+    for line in String::from_utf8_lossy(&listed).lines() {
+        // Commits come without a path, the root tree with an empty one.
+        let Some((id, path)) = line.split_once(' ') else {
+            continue;
+        };
+        if path.is_empty() {
+            continue;
+        }
+        let id = ObjectId::from_hex(id.as_bytes())
+            .map_err(|e| Error::system("read git rev-list", std::io::Error::other(e)))?;
+        files.push((id, path.to_string()));
+    }
+    Ok(files)
+}
+
 /// Push `commit` to the remote's ctxfold branch. git refuses anything but a fast-forward, so a
 /// remote that moved on since the fetch is never overwritten.
 pub fn push(git_dir: &Path, remote: &str, commit: ObjectId) -> Result<()> {

@@ -20,7 +20,7 @@ use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
-use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit};
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::{FullName, Target};
 
 use crate::error::{Error, Result};
@@ -202,6 +202,27 @@ impl Mirror {
         self.repo
             .edit_references_as(Some(edit), None)
             .git(|| format!("move {BRANCH} to {to}"))?;
+        Ok(())
+    }
+
+    /// Move the branch back from `from` to `to` (`None`: remove it) if it still points at `from`:
+    /// a commit this process made and will not send is undone, so that what it held does not
+    /// stay in the history every later push sends.
+    pub fn rewind(&self, from: ObjectId, to: Option<ObjectId>) -> Result<()> {
+        if let Some(to) = to {
+            return self.fast_forward(Some(from), to);
+        }
+        let edit = RefEdit {
+            change: Change::Delete {
+                expected: PreviousValue::MustExistAndMatch(Target::Object(from)),
+                log: RefLog::AndReference,
+            },
+            name: full_name(BRANCH),
+            deref: false,
+        };
+        self.repo
+            .edit_references_as(Some(edit), None)
+            .git(|| format!("remove {BRANCH} at {from}"))?;
         Ok(())
     }
 

@@ -8,10 +8,16 @@ use gix::ObjectId;
 
 use super::lock::MirrorLock;
 use super::merge::{Report, merge};
-use super::{Mirror, git};
+use super::{GitContext, Mirror, git};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::lock::Mode;
+use crate::store::manifest::Manifest;
+
+/// What a sync asks before it sends anything: given every manifest the push would send (each
+/// version of a session the remote's history lacks), refuse with an error, or say how many of
+/// them are worth a note (the sessions that hold secrets, sent anyway).
+pub type Screen<'a> = &'a dyn Fn(&[Manifest]) -> Result<u64>;
 
 /// What a sync did.
 #[derive(Debug, serde::Serialize)]
@@ -23,6 +29,8 @@ pub struct Outcome {
     pub pushed: bool,
     /// Sessions the push gave the remote: folded here, and not there or folded otherwise there.
     pub sessions_pushed: u64,
+    /// What the screen counted of the manifests the push sent (see [`Screen`]).
+    pub sessions_with_secrets: u64,
     #[serde(flatten)]
     pub merged: Report,
 }
@@ -35,22 +43,26 @@ fn hex<S: serde::Serializer>(id: &Option<ObjectId>, s: S) -> std::result::Result
 }
 
 /// Sync `store` with `remote` of the mirror repository at `git_dir`; `on_wait` is called once if
-/// another sync, or a git an earlier one started, holds the mirror.
+/// another sync, or a git an earlier one started, holds the mirror. `screen` sees what the push
+/// would send before anything is merged: its refusal leaves the store as it was.
 pub fn sync(
     store: &Store,
     git_dir: &Path,
     remote: &str,
     on_wait: impl FnOnce(),
+    screen: Screen<'_>,
 ) -> Result<Outcome> {
     Mirror::open_or_init(git_dir)?;
     let _mirror = MirrorLock::take(git_dir, on_wait)?;
-    sync_locked(store, git_dir, remote)
+    sync_locked(store, git_dir, remote, screen)
 }
 
-fn sync_locked(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
+fn sync_locked(store: &Store, git_dir: &Path, remote: &str, screen: Screen<'_>) -> Result<Outcome> {
     // Shared, as every writer takes it: gc waits until the store is mirrored and merged.
     let _lock = store.lock(Mode::Shared, || {})?;
-    let mine = Mirror::open(git_dir)?.record(store)?;
+    let recorded = Mirror::open(git_dir)?;
+    let before = recorded.head()?;
+    let mine = recorded.record(store)?;
     let fetched = git::fetch(git_dir, remote)?;
     // Reopened: the fetch added a pack that a repository opened before may not look for.
     let mirror = Mirror::open(git_dir)?;
@@ -58,6 +70,19 @@ fn sync_locked(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
         mirror.resolve(&git::tracking_ref(remote))?
     } else {
         None
+    };
+    // What is ours alone goes to the remote (a merge only adds what the remote holds already).
+    let sessions_with_secrets = match mine {
+        Some(mine) => match manifests_to_send(&mirror, mine, theirs).and_then(|m| screen(&m)) {
+            Ok(n) => n,
+            Err(e) => {
+                if before != Some(mine) {
+                    mirror.rewind(mine, before)?;
+                }
+                return Err(e);
+            }
+        },
+        None => 0,
     };
     let merged = match theirs {
         Some(commit) => merge(store, &mirror, mirror.tree_of(commit)?)?,
@@ -75,8 +100,29 @@ fn sync_locked(store: &Store, git_dir: &Path, remote: &str) -> Result<Outcome> {
         commit,
         pushed: push,
         sessions_pushed,
+        sessions_with_secrets: if push { sessions_with_secrets } else { 0 },
         merged,
     })
+}
+
+/// Every manifest under `manifests/` that a push of `ours` over `theirs` sends.
+fn manifests_to_send(
+    mirror: &Mirror,
+    ours: ObjectId,
+    theirs: Option<ObjectId>,
+) -> Result<Vec<Manifest>> {
+    let mut manifests = Vec::new();
+    for (id, path) in git::files_to_send(mirror.git_dir(), ours, theirs)? {
+        if !(path.starts_with("manifests/") && path.ends_with(".json")) {
+            continue;
+        }
+        let blob = mirror
+            .repo()
+            .find_blob(id)
+            .git(|| format!("read {path} ({id}) in the mirror"))?;
+        manifests.push(Manifest::from_slice(&blob.data, &path)?);
+    }
+    Ok(manifests)
 }
 
 /// How many session manifests `ours` holds that `theirs` does not hold the same.
@@ -140,7 +186,13 @@ fn settle(
 
 /// Make an empty store a copy of the one at `url`: its mirror gets `url` as remote `origin`,
 /// then it syncs.
-pub fn clone(store: &Store, git_dir: &Path, url: &str, on_wait: impl FnOnce()) -> Result<Outcome> {
+pub fn clone(
+    store: &Store,
+    git_dir: &Path,
+    url: &str,
+    on_wait: impl FnOnce(),
+    screen: Screen<'_>,
+) -> Result<Outcome> {
     if !store.manifest_files()?.is_empty() || store.odb().list()?.next().is_some() {
         return Err(Error::refused(format!(
             "{} already holds sessions: add the remote and sync instead",
@@ -163,5 +215,5 @@ pub fn clone(store: &Store, git_dir: &Path, url: &str, on_wait: impl FnOnce()) -
         Some(_) => {}
         None => git::remote_add(git_dir, "origin", url)?,
     }
-    sync_locked(store, git_dir, "origin")
+    sync_locked(store, git_dir, "origin", screen)
 }
