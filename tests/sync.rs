@@ -1148,3 +1148,78 @@ fn a_sync_refuses_to_push_sessions_holding_secrets_before_merging_unless_allowed
     w.sync(&w.b);
     assert!(w.b.join("manifests/leaky-1.json").exists());
 }
+
+#[test]
+fn files_over_the_mirrors_cap_reach_the_remote_cut_and_come_back_whole() {
+    let w = World::new();
+    for (id, name) in [
+        ("codex", own::CODEX_AGENT_WORK),
+        ("pi", own::PI_AGENT_WORK),
+        ("claude", own::CLAUDE_SESSION),
+    ] {
+        w.fold(&w.a, id, &fixture(name));
+    }
+    // One pack of everything, as an aggressive gc leaves a store: far over the cap below.
+    w.ctxfold(&w.a, &["repack"]).ok();
+    let pack = pack_files(&w.a).pop().expect("a pack");
+    let cap = 4 * 1024;
+    assert!(fs::metadata(&pack).unwrap().len() > 3 * cap);
+    let remote = w.remote.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    let mirror = w.a.join("mirror.git");
+    w.git(Some(&mirror), ["config", "ctxfold.maxFileSize", "4k"]);
+    w.sync(&w.a);
+
+    // No blob the host holds is over the cap, and the pack is there in parts.
+    let sizes = w.git(
+        Some(&w.remote),
+        [
+            "cat-file",
+            "--batch-all-objects",
+            "--batch-check=%(objecttype) %(objectsize)",
+        ],
+    );
+    let blobs: Vec<u64> = sizes
+        .lines()
+        .filter_map(|l| l.strip_prefix("blob "))
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(blobs.iter().all(|&n| n <= cap), "{blobs:?}");
+    let pack_name = pack.file_name().unwrap().to_str().unwrap();
+    let listed = w.git(
+        Some(&w.remote),
+        ["ls-tree", "-r", "--name-only", "ctxfold", "packs-ctxfold"],
+    );
+    assert!(
+        listed.contains(&format!("packs-ctxfold/{pack_name}/part-000003\n")),
+        "{listed}"
+    );
+
+    // Nothing changed, nothing to push: a cut file is reused, not cut again.
+    let again = w.sync(&w.a);
+    assert!(again.contains("nothing to push"), "{again}");
+
+    // Another machine gets the pack back whole, and every session byte for byte.
+    w.ctxfold(&w.b, &["clone", remote]).ok();
+    assert_eq!(
+        fs::read(w.b.join("packs-ctxfold").join(pack_name)).unwrap(),
+        fs::read(&pack).unwrap()
+    );
+    for (id, name) in [
+        ("codex", own::CODEX_AGENT_WORK),
+        ("pi", own::PI_AGENT_WORK),
+        ("claude", own::CLAUDE_SESSION),
+    ] {
+        assert_eq!(
+            w.restored(&w.b, id),
+            fs::read(fixture(name)).unwrap(),
+            "{id}"
+        );
+    }
+
+    // A cap that is no size is refused, saying where it is set.
+    w.git(Some(&mirror), ["config", "ctxfold.maxFileSize", "0"]);
+    w.ctxfold(&w.a, &["sync"])
+        .fails(2)
+        .one_line_error("ctxfold.maxFileSize");
+}

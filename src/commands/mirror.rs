@@ -20,6 +20,13 @@ use crate::store::Store;
 /// are re-hashed and written only when they changed. When nothing changed no commit is made and the
 /// current one is printed; an empty store that was never mirrored prints nothing.
 ///
+/// A file larger than the repository's git config `ctxfold.maxFileSize` (bytes, or with a k, m or g
+/// suffix; 50 MiB by default, as git hosts refuse large files: GitHub any over 100 MB) is committed
+/// cut into parts: a folder of the file's own name holding `part-000000`, `part-000001`, … of at
+/// most that size each, which sync and clone join back (one pack of a whole store, after
+/// `gc --aggressive`, is such a file). Set it before the first sync: what was pushed stays in the
+/// remote's history as it was.
+///
 /// Commits are by `ctxfold <ctxfold@localhost>` whoever runs the command, at the current time in UTC,
 /// or at $SOURCE_DATE_EPOCH when it is set (reproducible commits). The branch moves only if it
 /// still points where it did when the mirror began, so two concurrent mirrors never lose a commit.

@@ -264,11 +264,14 @@ impl<'a> Planner<'a> {
                     Some(fan) => plan.mirror.entries(Some(fan.oid))?.remove(name.as_bytes()),
                     None => None,
                 };
-                let entry = entry.filter(|e| e.mode.is_blob()).ok_or_else(|| {
-                    Error::corrupt(format!(
-                        "the remote registers zstd dictionary {digest} but does not hold its object"
-                    ))
-                })?;
+                let entry = match entry {
+                    Some(e) if plan.mirror.is_file(&e)? => e,
+                    _ => {
+                        return Err(Error::corrupt(format!(
+                            "the remote registers zstd dictionary {digest} but does not hold its object"
+                        )));
+                    }
+                };
                 let path = plan.staged.odb().loose_path(&digest);
                 create_private_dir(path.parent().expect("object paths have a parent"))?;
                 plan.write_blob(entry.oid, &path)?;
@@ -331,10 +334,14 @@ impl<'a> Planner<'a> {
                 }
                 continue;
             };
-            let data = remote
-                .get(format!("{pack}.pack").as_bytes())
-                .filter(|e| e.mode.is_blob())
-                .ok_or_else(|| Error::corrupt(format!("pack {pack} has an index but no pack")))?;
+            let data = match remote.get(format!("{pack}.pack").as_bytes()) {
+                Some(e) if self.mirror.is_file(e)? => e,
+                _ => {
+                    return Err(Error::corrupt(format!(
+                        "pack {pack} has an index but no pack"
+                    )));
+                }
+            };
             if self.store.odb().has_pack(&pack)? {
                 continue;
             }
@@ -394,7 +401,7 @@ impl<'a> Planner<'a> {
             return Ok(());
         };
         let local = self.store.manifests_dir().join(&rel_path);
-        if same_blob(&local, entry.oid)? {
+        if self.same_file(&local, entry)? {
             return Ok(());
         }
         let staged = self.staged.manifests_dir().join(&rel_path);
@@ -472,7 +479,7 @@ impl<'a> Planner<'a> {
     fn context_fold(&mut self, rel: &[&str], entry: &Entry) -> Result<()> {
         let rel_path = rel.join("/");
         let local = self.store.context_fold_dir().join(&rel_path);
-        if same_blob(&local, entry.oid)? {
+        if self.same_file(&local, entry)? {
             return Ok(());
         }
         let seed_index = match rel {
@@ -505,15 +512,11 @@ impl<'a> Planner<'a> {
             )));
         }
         let local = Catalog::load(self.store)?;
-        let blob = self
-            .mirror
-            .repo()
-            .find_blob(entry.oid)
-            .git(|| format!("read blob {}", entry.oid))?;
+        let data = self.file(entry.oid)?;
         let mut batches = Vec::new();
         // A last line without its `\n` was being written when the remote's tree was taken.
-        let whole = blob.data.len() - blob.data.iter().rev().take_while(|&&b| b != b'\n').count();
-        for (n, line) in blob.data[..whole].split(|&b| b == b'\n').enumerate() {
+        let whole = data.len() - data.iter().rev().take_while(|&&b| b != b'\n').count();
+        for (n, line) in data[..whole].split(|&b| b == b'\n').enumerate() {
             if line.is_empty() || line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -555,11 +558,11 @@ impl<'a> Planner<'a> {
         entries.sort();
         for entry in entries {
             at.push(checked_name(&entry, at)?);
-            if entry.mode.is_tree() {
-                self.walk(entry.oid, at, each)?;
-            } else if entry.mode.is_blob() {
+            if self.mirror.is_file(&entry)? {
                 let rel: Vec<&str> = at.iter().map(String::as_str).collect();
                 each(self, &rel, &entry)?;
+            } else if entry.mode.is_tree() {
+                self.walk(entry.oid, at, each)?;
             } else {
                 return Err(Error::corrupt(format!(
                     "unexpected entry {} in the remote's tree",
@@ -571,20 +574,47 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    /// Copy a blob of the mirror into a new private file.
+    /// A file of the mirror (a blob, or a file cut in parts: see `cut`).
+    fn file(&self, oid: ObjectId) -> Result<Vec<u8>> {
+        self.mirror.read_file(oid)?.ok_or_else(|| {
+            Error::corrupt(format!(
+                "{oid} in the remote's tree is a folder, not a file"
+            ))
+        })
+    }
+
+    /// Copy a file of the mirror into a new private file.
     fn write_blob(&self, oid: ObjectId, path: &Path) -> Result<()> {
-        let blob = self
-            .mirror
-            .repo()
-            .find_blob(oid)
-            .git(|| format!("read blob {oid}"))?;
+        let data = self.file(oid)?;
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(path)
             .with_path("create", path)?;
-        file.write_all(&blob.data).with_path("write", path)
+        file.write_all(&data).with_path("write", path)
+    }
+
+    /// Whether the file at `path` holds what the tree entry does (false when it is missing).
+    fn same_file(&self, path: &Path, entry: &Entry) -> Result<bool> {
+        if entry.mode.is_blob() {
+            return same_blob(path, entry.oid);
+        }
+        match fs::read(path) {
+            Ok(bytes) => Ok(self
+                .mirror
+                .read_file(entry.oid)?
+                .is_some_and(|d| d == bytes)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::IsADirectory
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e).with_path("read", path),
+        }
     }
 }
 

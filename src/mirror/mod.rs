@@ -8,6 +8,7 @@
 //! verifying every byte before anything changes; `sync` ties them together.
 //! This module never reads session contents: that is the engine's job.
 
+pub mod cut;
 pub mod git;
 pub mod lock;
 pub mod merge;

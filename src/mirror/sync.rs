@@ -8,7 +8,7 @@ use gix::ObjectId;
 
 use super::lock::MirrorLock;
 use super::merge::{Report, merge};
-use super::{GitContext, Mirror, git};
+use super::{Mirror, git};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::lock::Mode;
@@ -116,11 +116,10 @@ fn manifests_to_send(
         if !(path.starts_with("manifests/") && path.ends_with(".json")) {
             continue;
         }
-        let blob = mirror
-            .repo()
-            .find_blob(id)
-            .git(|| format!("read {path} ({id}) in the mirror"))?;
-        manifests.push(Manifest::from_slice(&blob.data, &path)?);
+        // A manifest over the cap is a tree of parts (see `cut`), listed under its own path too.
+        if let Some(bytes) = mirror.read_file(id)? {
+            manifests.push(Manifest::from_slice(&bytes, &path)?);
+        }
     }
     Ok(manifests)
 }
@@ -139,9 +138,7 @@ fn sessions_new_to(mirror: &Mirror, ours: ObjectId, theirs: Option<ObjectId>) ->
     Ok(ours
         .iter()
         .filter(|(name, entry)| {
-            entry.mode.is_blob()
-                && name.ends_with(b".json")
-                && theirs.get(*name).map(|e| e.oid) != Some(entry.oid)
+            name.ends_with(b".json") && theirs.get(*name).map(|e| e.oid) != Some(entry.oid)
         })
         .count() as u64)
 }

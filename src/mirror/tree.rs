@@ -7,7 +7,8 @@
 //! largest directory, not the store): an object file is immutable and named by its content, so an
 //! object path already in the previous tree is reused without being read; every other file
 //! (manifests, the seed catalog: small, and they can change) is re-hashed, and written only when new.
-//! Blobs and trees already in the repository are hashed but not written again.
+//! Blobs and trees already in the repository are hashed but not written again. A file over the
+//! mirror's cap is written cut into parts (`cut`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -38,6 +39,7 @@ impl Mirror {
     /// Write the store's current files as a tree, reusing what `previous` (a tree) already holds.
     pub fn write_store_tree(&self, store: &Store, previous: Option<ObjectId>) -> Result<ObjectId> {
         let before = self.entries(previous)?;
+        let cap = self.file_cap()?;
         let mut entries = Vec::new();
         for (name, immutable) in FOLDERS {
             let prior = before
@@ -45,7 +47,7 @@ impl Mirror {
                 .filter(|e| e.mode.is_tree())
                 .map(|e| e.oid);
             let dir = store.root().join(name);
-            if let Some(oid) = self.write_dir(&dir, prior, immutable, &dir.join(CURRENT))? {
+            if let Some(oid) = self.write_dir(&dir, prior, immutable, &dir.join(CURRENT), cap)? {
                 entries.push(Entry {
                     mode: EntryKind::Tree.into(),
                     filename: name.into(),
@@ -56,14 +58,16 @@ impl Mirror {
         self.write_tree(entries)
     }
 
-    /// One directory as a tree, without the file at `local` (a local preference that stays here);
-    /// `None` when it is missing or holds no files (git keeps no empty directories).
+    /// One directory as a tree, without the file at `local` (a local preference that stays here),
+    /// each file over `cap` cut (see `cut`); `None` when it is missing or holds no files (git
+    /// keeps no empty directories).
     fn write_dir(
         &self,
         dir: &Path,
         previous: Option<ObjectId>,
         immutable: bool,
         local: &Path,
+        cap: u64,
     ) -> Result<Option<ObjectId>> {
         let listing = match fs::read_dir(dir) {
             Ok(listing) => listing,
@@ -86,31 +90,33 @@ impl Mirror {
             let kind = entry.file_type().with_path("stat", &path)?;
             let filename = BString::from(name.as_bytes());
             let prior = before.get(name.as_bytes());
-            let oid = if kind.is_dir() {
+            let (mode, oid) = if kind.is_dir() {
                 match self.write_dir(
                     &path,
                     prior.filter(|e| e.mode.is_tree()).map(|e| e.oid),
                     immutable,
                     local,
+                    cap,
                 )? {
-                    Some(oid) => oid,
+                    Some(oid) => (EntryKind::Tree.into(), oid),
                     None => continue,
                 }
             } else if kind.is_file() {
-                match prior.filter(|e| immutable && e.mode.is_blob()) {
-                    Some(e) => e.oid,
-                    None => self.write_file_blob(&path)?,
+                match prior.filter(|_| immutable) {
+                    // A blob is kept while it is within the cap (a lower one cuts it anew).
+                    Some(e) if e.mode.is_tree() && self.is_file(e)? => (e.mode, e.oid),
+                    Some(e) if e.mode.is_blob() && within(&entry, cap)? => (e.mode, e.oid),
+                    _ => {
+                        let bytes = fs::read(&path).with_path("read", &path)?;
+                        let (kind, oid) = self.write_file(&bytes, cap)?;
+                        (kind.into(), oid)
+                    }
                 }
             } else {
                 continue;
             };
-            let mode = if kind.is_dir() {
-                EntryKind::Tree
-            } else {
-                EntryKind::Blob
-            };
             entries.push(Entry {
-                mode: mode.into(),
+                mode,
                 filename,
                 oid,
             });
@@ -121,17 +127,8 @@ impl Mirror {
         self.write_tree(entries).map(Some)
     }
 
-    fn write_file_blob(&self, path: &Path) -> Result<ObjectId> {
-        let bytes = fs::read(path).with_path("read", path)?;
-        let id = self
-            .repo()
-            .write_blob(&bytes)
-            .git(|| format!("write {} into git", path.display()))?;
-        Ok(id.detach())
-    }
-
     /// Write a tree from unsorted entries (gix hashes it first and writes nothing already there).
-    fn write_tree(&self, mut entries: Vec<Entry>) -> Result<ObjectId> {
+    pub(crate) fn write_tree(&self, mut entries: Vec<Entry>) -> Result<ObjectId> {
         entries.sort();
         let tree = gix::objs::Tree { entries };
         Ok(self
@@ -164,4 +161,10 @@ impl Mirror {
             })
             .collect())
     }
+}
+
+/// Whether a directory entry's file is at most `cap` bytes.
+fn within(entry: &fs::DirEntry, cap: u64) -> Result<bool> {
+    let path = entry.path();
+    Ok(entry.metadata().with_path("stat", &path)?.len() <= cap)
 }
