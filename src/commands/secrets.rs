@@ -6,44 +6,14 @@ use crate::error::{Error, Result};
 use crate::history::named::Named;
 use crate::ledger::FileSource;
 use crate::secrets::remembered::Remembered;
+use crate::secrets::rules::RULES;
 use crate::secrets::scan::{Finding, scan};
 use crate::store::Store;
 
 /// Find credentials in sessions: API keys, tokens, private keys, passwords
-///
-/// Scans folded sessions (every current one in the store when none is named; a SESSION is an id or
-/// a unique prefix of one) and session files named by path (folded or not, as they are on disk),
-/// line by line, for credentials of well-known formats. Each finding is printed as
-/// `SESSION:LINE<tab>RULE<tab>PREVIEW<tab>BLOCK`: the line of the session file, the rule that
-/// matched, a masked preview that shows only a few characters of each end (`ghp_…a1b2`), and the
-/// seed blockId of the block that holds it (as `ctxfold show` and `ctxfold-verify-span` name
-/// blocks), `-` for none (session metadata, a file of no agent). With --json, one JSON object a
-/// finding: {"session","line","blockId","rule","preview"}. The credential itself is never printed.
-///
-/// What a folded session was found to hold is remembered by its bytes' sha256
-/// (`<store>/cache/secrets.jsonl`, never mirrored, masked previews only): a second scan, and the scan
-/// `ctxfold sync` runs over what it is about to push, reads only what is new. A change of the rules
-/// below forgets it all.
-///
-/// Rules (RULE: what it finds): aws-access-key-id: AWS access key id (AKIA…, ASIA…);
-/// aws-secret-access-key: a 40-character key assigned to aws_secret_access_key; google-api-key:
-/// Google Cloud / Gemini API key (AIza…); google-oauth-client-secret: GOCSPX-…; azure-storage-key:
-/// AccountKey=… of an Azure connection string; digitalocean-token: dop_v1_…, doo_v1_…, dor_v1_…;
-/// github-token: ghp_, gho_, ghu_, ghs_, ghr_ tokens; github-fine-grained-token: github_pat_…;
-/// gitlab-token: glpat-…; npm-token: npm_…; pypi-token: pypi-AgEIcHlwaS5vcmc…; openai-api-key:
-/// sk-…T3BlbkFJ… (project, service account and admin keys too); anthropic-api-key:
-/// sk-ant-api03-…, sk-ant-admin01-…; huggingface-token: hf_…; groq-api-key: gsk_…; xai-api-key:
-/// xai-…; stripe-key: sk_live_, rk_live_, sk_test_, rk_test_; sendgrid-api-key: SG.….…;
-/// slack-token: xoxb-, xoxp-, xoxa-, xoxr-, xoxe- and xapp- tokens; slack-webhook:
-/// hooks.slack.com/services/… URLs; discord-webhook: discord.com/api/webhooks/… URLs;
-/// telegram-bot-token: <bot id>:AA…; private-key: a PEM private key block with its body (RSA, EC,
-/// DSA, OpenSSH, PKCS#8, PGP); jwt: a signed JSON Web Token (eyJ….eyJ….…);
-/// connection-string-password: the password of a postgres, mysql, mariadb, mongodb, redis, amqp or
-/// mssql URL (scheme://user:password@host), except placeholders such as ${VAR}, <pass>, password.
-///
-/// Exit status 1 when anything is found, 0 when nothing is.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-secrets", version, after_long_help = crate::cli::EXIT_STATUS)]
+#[command(long_about = long_about())]
 pub struct SecretsArgs {
     /// Sessions: folded ids or unique prefixes, or session files by path [default: every folded
     /// session]
@@ -57,6 +27,33 @@ pub struct SecretsArgs {
     #[command(flatten)]
     pub store: StoreArgs,
 }
+
+/// The manual: what the command does, then the rules as the scan defines them.
+fn long_about() -> String {
+    let rules: Vec<String> = RULES
+        .iter()
+        .map(|r| format!("{}: {}", r.id, r.what))
+        .collect();
+    format!(
+        "{ABOUT}\n\nRules (RULE: what it finds): {}.\n\nExit status 1 when anything is found, 0 when \
+         nothing is.",
+        rules.join("; ")
+    )
+}
+
+const ABOUT: &str = "Find credentials in sessions: API keys, tokens, private keys, passwords\n\n\
+Scans folded sessions (every current one in the store when none is named; a SESSION is an id or a \
+unique prefix of one) and session files named by path (folded or not, as they are on disk), line by \
+line, for credentials of well-known formats. Each finding is printed as \
+`SESSION:LINE<tab>RULE<tab>PREVIEW<tab>BLOCK`: the line of the session file, the rule that matched, a \
+masked preview that shows only a few characters of each end (`ghp_…a1b2`), and the seed blockId of \
+the block that holds it (as `ctxfold show` and `ctxfold-verify-span` name blocks), `-` for none \
+(session metadata, a file of no agent). With --json, one JSON object a finding: \
+{\"session\",\"line\",\"blockId\",\"rule\",\"preview\"}. The credential itself is never printed.\n\n\
+What a folded session was found to hold is remembered by its bytes' sha256 \
+(`<store>/cache/secrets.jsonl`, never mirrored, masked previews only): a second scan, and the scan \
+`ctxfold sync` runs over what it is about to push, reads only what is new. A change of the rules \
+below forgets it all.";
 
 /// A finding with the session it is in, as reported.
 #[derive(serde::Serialize)]

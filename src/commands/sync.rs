@@ -169,7 +169,7 @@ fn report(io: &mut Io<'_>, outcome: &Outcome, json: bool) -> Result<Status> {
         Some(commit) if outcome.pushed && outcome.sessions_with_secrets > 0 => format!(
             "pushed {commit}: {} new or changed there, {} holding secrets",
             count(outcome.sessions_pushed, "session"),
-            count(outcome.sessions_with_secrets, "session version")
+            count(outcome.sessions_with_secrets, "session")
         ),
         Some(commit) if outcome.pushed => format!(
             "pushed {commit}: {} new or changed there",

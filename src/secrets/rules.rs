@@ -200,7 +200,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "connection-string-password",
-        what: "password in a database or broker URL (postgres, mysql, mongodb, redis, amqp, mssql: scheme://user:password@host), placeholders excepted",
+        what: "password in a database or broker URL (postgres, mysql, mariadb, mongodb, redis, amqp, mssql, sqlserver: scheme://user:password@host), placeholders such as ${VAR}, <pass> or password excepted",
         example: "postgres://app:Tr0ub4dor&3@db.internal:5432/app",
         keywords: &["://"],
         pattern: r#"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver)://[^:/\s@"'\\]*:(?P<secret>[^@/\s"'\\]{3,})@[A-Za-z0-9.-]+"#,
