@@ -1220,3 +1220,24 @@ fn files_over_the_mirrors_cap_reach_the_remote_cut_and_come_back_whole() {
         .fails(2)
         .one_line_error("ctxfold.maxFileSize");
 }
+
+#[test]
+fn a_session_an_earlier_mirror_commit_holds_that_can_no_longer_be_scanned_is_not_pushed_unasked() {
+    let w = World::new();
+    w.fold(&w.a, "kept", &fixture(own::CODEX_SHELL_CRLF));
+    w.fold(&w.a, "gone", &fixture(own::CODEX_MID_TURN));
+    let remote = w.remote.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    // Mirrored (as a sync whose push failed leaves it), then taken out and collected.
+    w.env
+        .run("ctxfold-mirror", ["--store", w.a.to_str().unwrap()])
+        .ok();
+    w.ctxfold(&w.a, &["rm", "--apply", "gone"]).ok();
+    w.ctxfold(&w.a, &["gc", "--apply", "--prune=now"]).ok();
+    w.ctxfold(&w.a, &["sync"])
+        .fails(3)
+        .one_line_error("1 session to push from an earlier mirror commit can no longer be read to be scanned: gone;");
+    let branches = w.git(Some(&w.remote), ["branch", "--list"]);
+    assert_eq!(branches, "", "nothing pushed");
+    w.ctxfold(&w.a, &["sync", "--allow-secrets"]).ok();
+}

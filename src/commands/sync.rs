@@ -39,7 +39,10 @@ use crate::secrets::gate::{Policy, screen};
 /// history lacks) is scanned for credentials as `ctxfold secrets` scans (what was scanned before is
 /// remembered, so this reads only what is new). While any holds one, the sync is refused (status
 /// 3) with the store as it was, and the sessions are named: `ctxfold secrets ID` shows where, and
-/// --allow-secrets pushes them anyway (how many is said).
+/// --allow-secrets pushes them anyway (how many is said). The mirror's commit of the refused state
+/// is undone, so a session taken out (`ctxfold rm`) is not sent by the next sync. A session an
+/// earlier mirror commit holds (a sync whose push failed) that the store can no longer read, taken
+/// out and collected since, is refused likewise: what cannot be scanned is not sent unasked.
 ///
 /// Prints what changed (with --json, one JSON object, the notes in its `unplaced`).
 #[derive(Debug, clap::Parser)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::remembered::Remembered;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Status};
 use crate::store::Store;
 use crate::store::manifest::Manifest;
 
@@ -19,29 +19,57 @@ pub enum Policy {
 }
 
 /// The screen of a sync from `store` (see [`crate::mirror::sync::Screen`]): how many of the
-/// sessions `manifests` name hold secrets, or the refusal.
+/// sessions `manifests` name hold secrets, or the refusal. A session the store can no longer read
+/// (taken out and its objects collected since an earlier mirror commit that holds it) is refused
+/// too: what cannot be scanned is not sent unless the person says so.
 pub fn screen(store: &Store, policy: Policy, manifests: &[Manifest]) -> Result<u64> {
     let remembered = Remembered::load(store);
-    let findings = remembered.findings(store, manifests)?;
+    let findings = remembered.findings_each(store, manifests);
     remembered.save(store)?;
-    let holding: BTreeSet<&str> = manifests
-        .iter()
-        .zip(&findings)
-        .filter(|(_, found)| !found.is_empty())
-        .map(|(manifest, _)| manifest.session.id.as_str())
-        .collect();
-    if holding.is_empty() || policy == Policy::Send {
+    let mut holding = BTreeSet::new();
+    let mut unread = BTreeSet::new();
+    for (manifest, found) in manifests.iter().zip(findings) {
+        let id = manifest.session.id.as_str();
+        match found {
+            Ok(found) if found.is_empty() => {}
+            Ok(_) => {
+                holding.insert(id);
+            }
+            Err(e) if e.status() == Status::Corrupt => {
+                unread.insert(id);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if (holding.is_empty() && unread.is_empty()) || policy == Policy::Send {
         return Ok(holding.len() as u64);
     }
-    let names: Vec<&str> = holding.into_iter().collect();
+    let mut why = Vec::new();
+    if !holding.is_empty() {
+        why.push(format!(
+            "{} to push {} secrets, and the remote is not encrypted: {} ('ctxfold secrets ID' \
+             shows where)",
+            sessions(holding.len()),
+            if holding.len() == 1 { "holds" } else { "hold" },
+            holding.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if !unread.is_empty() {
+        why.push(format!(
+            "{} to push from an earlier mirror commit can no longer be read to be scanned: {}",
+            sessions(unread.len()),
+            unread.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
     Err(Error::refused(format!(
-        "{} to push {} secrets, and the remote is not encrypted: {} ('ctxfold secrets ID' shows \
-         where; --allow-secrets pushes them anyway)",
-        match names.len() {
-            1 => "1 session".to_string(),
-            n => format!("{n} sessions"),
-        },
-        if names.len() == 1 { "holds" } else { "hold" },
-        names.join(", ")
+        "{}; --allow-secrets pushes them anyway",
+        why.join("; ")
     )))
+}
+
+fn sessions(n: usize) -> String {
+    match n {
+        1 => "1 session".into(),
+        n => format!("{n} sessions"),
+    }
 }

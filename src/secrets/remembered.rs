@@ -70,6 +70,15 @@ impl Remembered {
     /// What each folded session holds, in the order given: remembered, or scanned (in parallel)
     /// and remembered.
     pub fn findings(&self, store: &Store, manifests: &[Manifest]) -> Result<Vec<Vec<Finding>>> {
+        self.findings_each(store, manifests).into_iter().collect()
+    }
+
+    /// [`findings`](Self::findings), with each session's own failure to be read.
+    pub fn findings_each(
+        &self,
+        store: &Store,
+        manifests: &[Manifest],
+    ) -> Vec<Result<Vec<Finding>>> {
         manifests
             .par_iter()
             .map(|manifest| {
