@@ -86,7 +86,17 @@ enum Handle {
         _backing: Option<Arc<BackingId>>,
     },
     Folded(Box<Opened>),
-    Dir(Vec<(u64, FileType, OsString)>),
+    Dir(Vec<Listed>),
+}
+
+/// One entry of a folder's listing, with what it is when listed ("." and ".." are looked at when
+/// the kernel asks): a listing of thousands answers the kernel's readdirplus without a second
+/// look at each.
+struct Listed {
+    ino: u64,
+    kind: FileType,
+    name: OsString,
+    look: Option<Look>,
 }
 
 /// What a path is, seen through the mount.
@@ -346,19 +356,27 @@ impl AgentFs {
     }
 
     /// What folder `rel` (number `ino`) lists: its real entries, then the folded ones not there.
-    fn listing(&self, ino: u64, rel: &Path) -> Answer<Vec<(u64, FileType, OsString)>> {
-        let mut entries = vec![
-            (ino, FileType::Directory, OsString::from(".")),
-            (ino, FileType::Directory, OsString::from("..")),
-        ];
+    fn listing(&self, ino: u64, rel: &Path) -> Answer<Vec<Listed>> {
+        let dot = |name: &str| Listed {
+            ino,
+            kind: FileType::Directory,
+            name: OsString::from(name),
+            look: None,
+        };
+        let mut entries = vec![dot("."), dot("..")];
         let mut real = HashSet::new();
         match std::fs::read_dir(self.real_path(rel)) {
             Ok(dir) => {
                 for entry in dir {
                     let entry = entry?;
                     let name = entry.file_name();
-                    let kind = file_type(entry.file_type()?);
-                    entries.push((self.nodes.of(ino, &name), kind, name.clone()));
+                    let meta = entry.metadata()?;
+                    entries.push(Listed {
+                        ino: self.nodes.of(ino, &name),
+                        kind: file_type(meta.file_type()),
+                        name: name.clone(),
+                        look: Some(Look::Real(meta)),
+                    });
                     real.insert(name);
                 }
             }
@@ -373,11 +391,16 @@ impl AgentFs {
             if real.contains(&name) {
                 continue;
             }
-            let kind = match entry {
-                Entry::File(_) => FileType::RegularFile,
-                Entry::Dir => FileType::Directory,
+            let (kind, look) = match entry {
+                Entry::File(file) => (FileType::RegularFile, Look::Folded(file)),
+                Entry::Dir => (FileType::Directory, Look::FoldedDir),
             };
-            entries.push((self.nodes.of(ino, &name), kind, name));
+            entries.push(Listed {
+                ino: self.nodes.of(ino, &name),
+                kind,
+                name,
+                look: Some(look),
+            });
         }
         Ok(entries)
     }
@@ -981,8 +1004,13 @@ impl Filesystem for AgentFs {
         let Handle::Dir(entries) = &*handle else {
             return reply.error(Errno::ENOTDIR);
         };
-        for (at, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(*ino), at as u64 + 1, *kind, name) {
+        for (at, listed) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(
+                INodeNo(listed.ino),
+                at as u64 + 1,
+                listed.kind,
+                &listed.name,
+            ) {
                 break;
             }
         }
@@ -1004,22 +1032,25 @@ impl Filesystem for AgentFs {
         let Handle::Dir(entries) = &*handle else {
             return reply.error(Errno::ENOTDIR);
         };
-        for (at, (entry, _, name)) in entries.iter().enumerate().skip(offset as usize) {
+        for (at, listed) in entries.iter().enumerate().skip(offset as usize) {
             // "." and "..": the folder's own attributes (the kernel makes no entry of them).
-            let of = match at < 2 {
-                true => ino.0,
-                false => *entry,
-            };
-            // An entry gone since the listing was made is left out.
-            let Ok(Some(look)) = self.rel_of(INodeNo(of)).and_then(|rel| self.look(&rel)) else {
-                continue;
+            let looked;
+            let look = match &listed.look {
+                Some(look) => look,
+                None => match self.rel_of(ino).and_then(|rel| self.look(&rel)) {
+                    Ok(Some(now)) => {
+                        looked = now;
+                        &looked
+                    }
+                    _ => continue,
+                },
             };
             if reply.add(
-                INodeNo(*entry),
+                INodeNo(listed.ino),
                 at as u64 + 1,
-                name,
+                &listed.name,
                 &TTL,
-                &self.attr(of, &look),
+                &self.attr(listed.ino, look),
                 Generation(0),
             ) {
                 break;
