@@ -317,7 +317,12 @@ fn bad_input_is_one_line_and_the_right_status() {
         .one_line_error("is ambiguous");
     env.run("ctxfold", ["show", "x", "--raw", "--json"])
         .fails(2);
-    env.run("ctxfold", ["show", "../x"]).fails(1);
+    // A path (it has a '/') that names nothing: a name of this test's own, in the temp dir's parent.
+    env.run(
+        "ctxfold",
+        ["show", "../ctxfold-show-test-no-such-session.jsonl"],
+    )
+    .fails(1);
 
     // Folded, then its source gone and the store damaged: status 4, one line.
     env.run("ctxfold", ["fold", "--apply", "-q"]).ok();
