@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::agents::place::started;
-use crate::agents::{Agent, Homes};
+use crate::agents::{Agent, Homes, Titles};
 use crate::cli::human::minute;
 use crate::cli::pager::{self, PagerArgs};
 use crate::cli::style::{ColorArgs, Role, Style};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
-use crate::commands::log::is_under;
+use crate::commands::log::{filters, is_under};
 use crate::commands::report_discovery;
 use crate::commands::show::open_if_any;
 use crate::error::{Error, Result, stdout_failed};
@@ -22,10 +22,9 @@ use crate::grep::pattern::{Flags, build};
 use crate::grep::{Found, Limits, Place, scan};
 use crate::history::named::Named;
 use crate::history::summary::{State, Summary, gather};
-use crate::sources::{Found as OnDisk, discover};
+use crate::sources::{Found as OnDisk, discover, discover_titled};
 use crate::store::Store;
 use crate::store::ids::{Unresolved, resolve_prefix};
-use crate::time::{Instant, since};
 
 /// Search the text of every session, folded or on disk, as ripgrep searches files
 ///
@@ -239,19 +238,10 @@ impl GrepArgs {
         specs: &[String],
         status: &mut Status,
     ) -> Result<Vec<Target>> {
-        let since = match &self.since {
-            Some(text) => Some(since(text, Instant::now())?),
-            None => None,
-        };
-        let cwd = match &self.cwd {
-            Some(path) => Some(
-                std::path::absolute(path)
-                    .map_err(|e| Error::usage(format!("bad --cwd {}: {e}", path.display())))?,
-            ),
-            None => None,
-        };
+        let (since, cwd) = filters(self.since.as_deref(), self.cwd.as_deref())?;
         let homes = Homes::from_env()?;
-        let discovery = discover(&homes, &[], &[]);
+        // Titles that take reading a whole file are read only for the sessions whose file speaks.
+        let discovery = discover_titled(&homes, &[], &[], Titles::Later);
         if report_discovery(io, &discovery) != Status::Success {
             *status = Status::Usage;
         }

@@ -65,17 +65,7 @@ pub struct LogArgs {
 
 impl Command for LogArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        let since = match &self.since {
-            Some(text) => Some(since(text, Instant::now())?),
-            None => None,
-        };
-        let cwd = match &self.cwd {
-            Some(path) => Some(
-                std::path::absolute(path)
-                    .map_err(|e| Error::usage(format!("bad --cwd {}: {e}", path.display())))?,
-            ),
-            None => None,
-        };
+        let (since, cwd) = filters(self.since.as_deref(), self.cwd.as_deref())?;
         let store = open_if_any(&self.store)?;
         let homes = Homes::from_env()?;
         // Titles that take reading a whole file are read only for the sessions whose file speaks.
@@ -159,6 +149,23 @@ fn line(summary: &Summary, short: usize, style: crate::cli::style::Style) -> Str
 }
 
 /// Whether `cwd` is `dir` or inside it (component by component: `/a/bc` is not inside `/a/b`).
+/// `--since` and `--cwd` as log and grep take them: an instant, and an absolute folder.
+pub(crate) fn filters(
+    since_text: Option<&str>,
+    cwd: Option<&Path>,
+) -> Result<(Option<Instant>, Option<PathBuf>)> {
+    let since_at = since_text
+        .map(|text| since(text, Instant::now()))
+        .transpose()?;
+    let cwd = cwd
+        .map(|path| {
+            std::path::absolute(path)
+                .map_err(|e| Error::usage(format!("bad --cwd {}: {e}", path.display())))
+        })
+        .transpose()?;
+    Ok((since_at, cwd))
+}
+
 pub(crate) fn is_under(cwd: Option<&str>, dir: &Path) -> bool {
     cwd.is_some_and(|cwd| Path::new(cwd).starts_with(dir))
 }

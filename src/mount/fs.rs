@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
@@ -52,23 +52,15 @@ impl SessionsFs {
             Kind::Dir(_) => (FileType::Directory, 0, self.tree.built, 0o555, 2),
             Kind::File(file) => (FileType::RegularFile, file.size, file.mtime, 0o444, 1),
         };
-        Some(FileAttr {
-            ino: INodeNo(ino),
-            size,
-            blocks: size.div_ceil(512),
-            atime: mtime,
-            mtime,
-            ctime: mtime,
-            crtime: mtime,
+        Some(shown_attr(
+            ino,
             kind,
+            size,
             perm,
             nlink,
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
-            flags: 0,
-            blksize: 4096,
-        })
+            mtime,
+            (self.uid, self.gid),
+        ))
     }
 
     fn handle(&self, fh: FileHandle) -> Option<Arc<Opened>> {
@@ -77,6 +69,36 @@ impl SessionsFs {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Opened>>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The attributes of a file or folder a mount shows that is no file on disk (a folded session,
+/// a folder on the way to some): its times all the one given, owned by `owner`.
+pub fn shown_attr(
+    ino: u64,
+    kind: FileType,
+    size: u64,
+    perm: u16,
+    nlink: u32,
+    mtime: SystemTime,
+    owner: (u32, u32),
+) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(ino),
+        size,
+        blocks: size.div_ceil(512),
+        atime: mtime,
+        mtime,
+        ctime: mtime,
+        crtime: mtime,
+        kind,
+        perm,
+        nlink,
+        uid: owner.0,
+        gid: owner.1,
+        rdev: 0,
+        flags: 0,
+        blksize: 4096,
     }
 }
 

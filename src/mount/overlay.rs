@@ -31,6 +31,7 @@ use fuser::{
 
 use super::copy_up::copy_up;
 use super::folded::{Entry, Folded};
+use super::fs::shown_attr;
 use super::nodes::Nodes;
 use super::session::{Cache, Opened};
 use super::tree::File as FoldedFile;
@@ -212,22 +213,8 @@ impl AgentFs {
     }
 
     fn attr(&self, ino: u64, look: &Look) -> FileAttr {
-        let folded = |kind, size, perm, nlink, mtime| FileAttr {
-            ino: INodeNo(ino),
-            size,
-            blocks: size.div_ceil(512),
-            atime: mtime,
-            mtime,
-            ctime: mtime,
-            crtime: mtime,
-            kind,
-            perm,
-            nlink,
-            uid: self.owner.0,
-            gid: self.owner.1,
-            rdev: 0,
-            flags: 0,
-            blksize: 4096,
+        let folded = |kind, size, perm, nlink, mtime| {
+            shown_attr(ino, kind, size, perm, nlink, mtime, self.owner)
         };
         match look {
             Look::Real(meta) => real_attr(ino, meta),
