@@ -103,9 +103,18 @@ impl Folded {
         children.into_iter().collect()
     }
 
-    /// Whether some file under folder `rel` is not hidden.
+    /// Whether some file under folder `rel` is not hidden (the first such ends the search).
     pub fn shows_under(&self, agent: Agent, rel: &Path, hidden: impl Fn(&Path) -> bool) -> bool {
-        !self.children(agent, rel, hidden).is_empty()
+        self.refresh();
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let Some(files) = state.files.get(&agent) else {
+            return false;
+        };
+        files
+            .range(rel.to_path_buf()..)
+            .map(|(path, _)| path)
+            .take_while(|path| path.starts_with(rel))
+            .any(|path| path != rel && !hidden(path))
     }
 
     /// When the sessions were read.
