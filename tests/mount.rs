@@ -265,3 +265,97 @@ fn a_killed_daemons_mount_is_cleared_by_the_next_mount_and_by_unmount() {
     let listed = json_lines(&env.run("ctxfold", ["ls", "--json"]).ok().stdout);
     assert_eq!(listed.len(), homes.sessions.len());
 }
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_session_read_whole_is_kept_decoded_within_its_budget_and_leaves_nothing_behind() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    let store = env.path("store");
+    let before = names(&store);
+    let largest = homes.sessions.iter().map(|s| s.bytes.len()).max().unwrap();
+    let budget = 2 * largest;
+    let dir = env.path("mnt");
+    let mount = Mount::start_with(&env, &dir, &["--copies", &budget.to_string()]);
+    let file = |id: &str| dir.join("by-id").join(format!("{id}.jsonl"));
+
+    // Its end read, not its start: no copy (once the kernel says the file is closed).
+    let biggest = homes.sessions.iter().max_by_key(|s| s.bytes.len()).unwrap();
+    let mut tail = vec![0u8; 100];
+    fs::File::open(file(&biggest.id))
+        .unwrap()
+        .read_exact_at(&mut tail, largest as u64 - 100)
+        .unwrap();
+    assert_eq!(tail, biggest.bytes[largest - 100..]);
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        mount.copies().is_empty()
+    });
+    assert!(gone, "a copy of a part is kept");
+
+    // Read whole, each: kept in the store's folder, within the budget, the last read among them.
+    let mut read = 0;
+    for session in &homes.sessions {
+        assert!(fs::read(file(&session.id)).unwrap() == session.bytes);
+        read += session.bytes.len();
+    }
+    let copies = mount.copies();
+    assert!(!copies.is_empty(), "no copy of a session read whole");
+    let kept: usize = copies.iter().map(|c| c.bytes.len()).sum();
+    assert!(kept <= budget, "{kept} bytes kept, the budget {budget}");
+    if read > budget {
+        assert!(copies.len() < homes.sessions.len(), "nothing let go");
+    }
+    for copy in &copies {
+        assert_eq!(copy.dir, store);
+        assert!(
+            homes.sessions.iter().any(|s| s.bytes == copy.bytes),
+            "a copy that is no session's bytes"
+        );
+    }
+    let last = homes.sessions.last().unwrap();
+    assert!(copies.iter().any(|c| c.bytes == last.bytes));
+
+    // Read again (passed through to the copies where the kernel can): the same bytes, at any
+    // offset.
+    for session in &homes.sessions {
+        let path = file(&session.id);
+        assert!(fs::read(&path).unwrap() == session.bytes);
+        let len = session.bytes.len();
+        let mut buf = vec![0u8; 4096.min(len / 2)];
+        let n = fs::File::open(&path)
+            .unwrap()
+            .read_at(&mut buf, (len / 2) as u64)
+            .unwrap();
+        assert_eq!(&buf[..n], &session.bytes[len / 2..len / 2 + n]);
+    }
+    let (code, stderr) = mount.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        names(&store),
+        before,
+        "the copies left something in the store"
+    );
+
+    // --copies 0: none kept.
+    let mount = Mount::start_with(&env, &dir, &["--copies", "0"]);
+    assert!(fs::read(file(&last.id)).unwrap() == last.bytes);
+    assert!(mount.copies().is_empty(), "a copy with --copies 0");
+    mount.stop();
+    // A size that is none is refused.
+    env.run(
+        "ctxfold",
+        ["mount", dir.to_str().unwrap(), "--copies", "1X"],
+    )
+    .fails(2);
+}

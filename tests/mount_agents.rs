@@ -632,12 +632,39 @@ fn a_damaged_object_is_an_io_error_through_the_agents_mount_and_no_copy_is_made(
 
 #[test]
 fn a_session_open_to_read_while_an_agent_opens_it_to_append_serves_both() {
+    reader_and_writer(&[]);
+}
+
+#[test]
+fn a_session_read_through_the_kernels_cache_while_an_agent_appends_serves_both() {
+    reader_and_writer(&["--copies", "0"]);
+}
+
+/// A session read whole, then opened to read and, while that is open, to append. With copies
+/// (the default), the second open is passed through to the copy the first read made, and the
+/// append makes that copy the real file; without, the reader reads what the kernel cached.
+fn reader_and_writer(args: &[&str]) {
     let folded = Folded::new();
-    let mount = folded.mount();
+    let mount = folded.mount_with(args);
     let session = folded.folded_only().next().unwrap();
     let path = &session.rollout_path;
-    // Read twice, kept open: the second open reads what the kernel kept.
     assert!(fs::read(path).unwrap() == session.bytes);
+    let copy = mount
+        .copies()
+        .into_iter()
+        .find(|c| c.bytes == session.bytes);
+    match args.is_empty() {
+        true => {
+            let copy = copy.as_ref().expect("no copy of the session read whole");
+            let root = folded
+                .roots()
+                .into_iter()
+                .find(|r| path.starts_with(r))
+                .unwrap();
+            assert_eq!(copy.dir, root, "a copy not in its real folder");
+        }
+        false => assert!(copy.is_none(), "a copy with --copies 0"),
+    }
     let reader = fs::File::open(path).unwrap();
     let mut head = vec![0u8; 100];
     std::os::unix::fs::FileExt::read_exact_at(&reader, &mut head, 0).unwrap();
@@ -660,4 +687,20 @@ fn a_session_open_to_read_while_an_agent_opens_it_to_append_serves_both() {
             .ends_with(b"{\"appended\":1}\n{\"appended\":2}\n")
     );
     mount.stop();
+    if let Some(copy) = copy {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            fs::metadata(path).unwrap().ino(),
+            copy.ino,
+            "the copy did not become the real file"
+        );
+    }
+    let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.to_string_lossy().starts_with('.')),
+        "{names:?}"
+    );
 }

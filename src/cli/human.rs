@@ -93,6 +93,35 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     Ok(Duration::from_secs(number.saturating_mul(seconds)))
 }
 
+/// A size as people type one: a whole number of bytes, or with `K`, `M`, `G` or `T` (binary units,
+/// either case, an optional `iB`/`B`: `512M`, `1GiB`). The value parser of every option that takes
+/// a size.
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number of bytes, like 512M or 2G"))?;
+    let unit = unit.to_ascii_uppercase();
+    let unit = unit
+        .strip_suffix("IB")
+        .or_else(|| unit.strip_suffix('B'))
+        .unwrap_or(&unit);
+    let shift = match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("{text:?}: the unit must be K, M, G or T")),
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?}: too large"))
+}
+
 /// A duration in the largest unit that divides it (`7d`, `90m`): how [`parse_duration`] reads it.
 pub fn duration(d: Duration) -> String {
     let secs = d.as_secs();
@@ -117,6 +146,21 @@ const UNITS: [(&str, u64); 5] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_in_binary_units_and_nonsense_is_refused() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("3KB"), Ok(3 << 10));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
 
     #[test]
     fn counts_paths_and_durations_read_well() {

@@ -50,7 +50,13 @@ const OPEN_FILES_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 ///
 /// Every read from the store decodes only the objects that hold the range asked for, each checked
 /// before a byte is served (a packed object by its block's checksum, a loose one by its sha256),
-/// and a file read from start to end is checked whole against its sha256; a damaged object gives
+/// and a file read from start to end is checked whole against its sha256. A session read whole is
+/// kept decoded, as it was served, in an unnamed file (beside the store; under --agents in the
+/// agent's folder, where it becomes the real file if the session is written to), up to --copies
+/// of them for each folder mounted, the least recently opened let go first, nothing left behind
+/// when the mount stops; where the kernel offers FUSE passthrough, the next opens of the session
+/// are passed through to that copy and read by the kernel at the disk's own speed (a file the
+/// daemon serves is read from the kernel's cache at well under half of it). A damaged object gives
 /// an I/O error (EIO) for the reads that need it, never wrong bytes, and a line on stderr naming
 /// the session and the damage. Nothing through a mount changes the store. Sizes are the sessions'
 /// own; a file's mtime is the one fold saw, else its manifest's.
@@ -76,6 +82,10 @@ pub struct MountArgs {
     /// Serve the real files under --agents through ctxfold itself, not the kernel's passthrough
     #[arg(long, requires = "agents")]
     pub no_passthrough: bool,
+    /// Keep decoded copies of the sessions read whole, up to SIZE of them for each folder mounted
+    /// (0: none), and pass later reads of them through to the copies, at the disk's own speed
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::cli::human::parse_size)]
+    pub copies: u64,
     /// Return once mounted, leaving a daemon serving the mount
     #[arg(long)]
     pub background: bool,
@@ -97,7 +107,7 @@ impl Command for MountArgs {
         }
         let mounting = match &self.dir {
             Some(dir) => {
-                let mounting = mount::mount(&store, dir)?;
+                let mounting = mount::mount(&store, dir, self.copies)?;
                 io.note(format_args!(
                     "mounted {} at {} (Ctrl-C or 'ctxfold unmount {}' to stop)",
                     count(mounting.sessions as u64, "session"),
@@ -108,7 +118,8 @@ impl Command for MountArgs {
             }
             None => {
                 let homes = crate::agents::Homes::from_env()?;
-                let (mounting, agents) = mount::mount_agents(&store, &homes, !self.no_passthrough)?;
+                let (mounting, agents) =
+                    mount::mount_agents(&store, &homes, !self.no_passthrough, self.copies)?;
                 for agent in agents {
                     match agent {
                         mount::AgentMount::Mounted { agent, dir } => io.note(format_args!(

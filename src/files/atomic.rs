@@ -181,7 +181,7 @@ impl Write for Pending {
 const PROC_FDS: &str = "/proc/self/fd";
 
 /// Give the open `file` the name `path` (failing if it is taken).
-fn link(file: &File, path: &Path) -> std::io::Result<()> {
+pub fn link(file: &File, path: &Path) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     let by = format!("{PROC_FDS}/{}", file.as_raw_fd());
     let cwd = rustix::fs::CWD;

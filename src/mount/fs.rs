@@ -1,6 +1,7 @@
 //! The FUSE side of a mount: the kernel's requests answered from the [`Tree`] (lookups, `stat`,
 //! listings) and from [`Opened`] sessions (reads). Read-only: a write, or an open for one, is
-//! `EROFS`. A read that meets a damaged object or a session whose whole does not hash to its
+//! `EROFS`. A session read whole once is passed through to its decoded copy after ([`Modes`]).
+//! A read that meets a damaged object or a session whose whole does not hash to its
 //! manifest's sha256 is `EIO`, never wrong bytes, and is logged with the session it hit and why
 //! (the store's error names the pack and block).
 
@@ -11,11 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
-    ReplyOpen, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, Request,
 };
 
+use super::copies::Copies;
+use super::modes::{Backing, FoldedOpen, Modes, Reading};
 use super::session::{Cache, Opened};
 use super::tree::{Ino, Kind, Tree};
 use crate::store::Store;
@@ -27,18 +30,31 @@ pub struct SessionsFs {
     store: Store,
     tree: Tree,
     cache: Arc<Cache>,
-    open: Mutex<HashMap<u64, Arc<Opened>>>,
+    copies: Arc<Copies>,
+    modes: Modes,
+    open: Mutex<HashMap<u64, Arc<Open>>>,
     next_handle: AtomicU64,
     uid: u32,
     gid: u32,
 }
 
+/// An open file.
+enum Open {
+    Read(Box<Reading>),
+    /// Passed through to a copy: the daemon sees none of its reads.
+    Passed {
+        _backing: Arc<Backing>,
+    },
+}
+
 impl SessionsFs {
-    pub fn new(store: Store, tree: Tree, cache: Arc<Cache>) -> Self {
+    pub fn new(store: Store, tree: Tree, cache: Arc<Cache>, copies: Arc<Copies>) -> Self {
         Self {
             store,
             tree,
             cache,
+            copies,
+            modes: Modes::default(),
             open: Mutex::default(),
             next_handle: AtomicU64::new(1),
             uid: rustix::process::geteuid().as_raw(),
@@ -63,11 +79,17 @@ impl SessionsFs {
         ))
     }
 
-    fn handle(&self, fh: FileHandle) -> Option<Arc<Opened>> {
+    fn handle(&self, fh: FileHandle) -> Option<Arc<Open>> {
         self.lock().get(&fh.0).cloned()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Opened>>> {
+    fn keep(&self, open: Open) -> FileHandle {
+        let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(fh, Arc::new(open));
+        FileHandle(fh)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Open>>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -108,6 +130,11 @@ fn log(what: impl std::fmt::Display) {
 }
 
 impl Filesystem for SessionsFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        self.modes.init(config, true);
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self
             .tree
@@ -133,12 +160,22 @@ impl Filesystem for SessionsFs {
         let Some(Kind::File(file)) = self.tree.node(ino.0).map(|n| &n.kind) else {
             return reply.error(Errno::EISDIR);
         };
-        match Opened::open(&self.store, &file.manifest) {
-            Ok(opened) => {
-                let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
-                self.lock().insert(fh, Arc::new(opened));
-                // The bytes never change: what the kernel cached of them stays good.
-                reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE);
+        let opening = self.modes.open_folded(
+            &self.copies,
+            ino.0,
+            file.sha256,
+            |copy| reply.open_backing(copy),
+            || Opened::open(&self.store, &file.manifest),
+        );
+        match opening {
+            Ok(FoldedOpen::Passed(backing)) => {
+                let fh = self.keep(Open::Passed {
+                    _backing: backing.clone(),
+                });
+                reply.opened_passthrough(fh, FopenFlags::empty(), backing.id());
+            }
+            Ok(FoldedOpen::Read(reading, flags)) => {
+                reply.opened(self.keep(Open::Read(reading)), flags);
             }
             Err(e) => {
                 log(format_args!("open {}: {e}", file.manifest.display()));
@@ -158,15 +195,18 @@ impl Filesystem for SessionsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let Some(opened) = self.handle(fh) else {
+        let Some(open) = self.handle(fh) else {
             return reply.error(Errno::EBADF);
         };
-        match opened.read_at(&self.store, &self.cache, offset, size) {
+        let Open::Read(reading) = &*open else {
+            return reply.error(Errno::EBADF);
+        };
+        match reading.read_at(&self.store, &self.cache, &self.copies, offset, size) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => {
                 log(format_args!(
                     "session {}: read of {size} bytes at {offset}: {e}",
-                    opened.id()
+                    reading.id()
                 ));
                 reply.error(Errno::EIO);
             }
@@ -176,14 +216,18 @@ impl Filesystem for SessionsFs {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.lock().remove(&fh.0);
+        if let Some(open) = self.lock().remove(&fh.0)
+            && let Open::Read(reading) = &*open
+        {
+            self.modes.release(ino.0, reading);
+        }
         reply.ok();
     }
 

@@ -3,8 +3,9 @@
 //! place its agent keeps it, as an agent's picker looks for them.
 //!
 //! [`tree`] is what is shown, built once from the manifests; [`session`] reads a session by
-//! offset from its objects, checked; [`fs`] answers the kernel. Not for writing: nothing through a
-//! mount changes the store.
+//! offset from its objects, checked; [`fs`] answers the kernel. A session read whole is kept
+//! decoded ([`copies`]) and later opens of it are passed through to that copy, as [`modes`]
+//! allows. Not for writing: nothing through a mount changes the store.
 //!
 //! `mount --agents` ([`mount_agents`]) mounts over each agent's own session folder instead:
 //! [`overlay`] passes the real files through and shows the folded sessions whose files are missing
@@ -13,9 +14,11 @@
 //! A mount is named `ctxfold:<store>` in the system's mount table (`/proc/self/mountinfo`), which
 //! is how [`mounts_of`] finds the mounts of a store, and `unmount` a mount of ctxfold's.
 
+pub mod copies;
 pub mod copy_up;
 pub mod folded;
 pub mod fs;
+pub mod modes;
 pub mod nodes;
 pub mod overlay;
 pub mod session;
@@ -38,6 +41,9 @@ const FS_TYPES: [&str; 2] = ["fuse.ctxfold", "fuse"];
 /// Decoded parts kept for reads: a few packs' blocks' worth, shared by every mount of a daemon.
 const CACHE_BYTES: usize = 32 << 20;
 
+/// Decoded copies of sessions read whole kept at most, on the store's disk, unless told.
+pub const COPIES_BYTES: u64 = 1 << 30;
+
 /// Mounts about to be served: the kernel's side made, nothing answered yet.
 pub struct Mounting {
     mounts: Vec<(PathBuf, Box<dyn Served>)>,
@@ -59,7 +65,7 @@ impl<FS: fuser::Filesystem> Served for fuser::Session<FS> {
 
 /// Mount `store` at `dir` (an existing folder; a dead mount of ours left there by a killed
 /// daemon is cleared first).
-pub fn mount(store: &Store, dir: &Path) -> Result<Mounting> {
+pub fn mount(store: &Store, dir: &Path, copies: u64) -> Result<Mounting> {
     clear_dead_mount(dir)?;
     let meta = std::fs::metadata(dir).with_path("stat", dir)?;
     if !meta.is_dir() {
@@ -70,7 +76,12 @@ pub fn mount(store: &Store, dir: &Path) -> Result<Mounting> {
     let mut config = config(store)?;
     config.mount_options.push(MountOption::RO);
     config.mount_options.push(MountOption::NoExec);
-    let fs = fs::SessionsFs::new(store.clone(), tree, part_cache(store));
+    let fs = fs::SessionsFs::new(
+        store.clone(),
+        tree,
+        part_cache(store),
+        copies_of(store, copies),
+    );
     let session = session_at(fs, dir, &config)?;
     Ok(Mounting {
         mounts: vec![(absolute(dir)?, Box::new(session))],
@@ -105,11 +116,13 @@ pub enum AgentMount {
 
 /// Mount over each agent's session folder (see [`agent_root`]) the overlay of its real files and
 /// its folded sessions; an agent whose home is missing is left alone. `passthrough`: let the
-/// kernel read and write the real files where it can.
+/// kernel read and write the real files where it can (and the copies of folded sessions read
+/// whole, up to `copies` bytes of them).
 pub fn mount_agents(
     store: &Store,
     homes: &Homes,
     passthrough: bool,
+    copies: u64,
 ) -> Result<(Mounting, Vec<AgentMount>)> {
     // Files an agent makes through the mount take the mode it asks for less its own umask (the
     // kernel hands both over), not less this process's.
@@ -119,6 +132,7 @@ pub fn mount_agents(
         store: store.clone(),
         folded: Arc::new(folded),
         cache: part_cache(store),
+        copies,
         passthrough,
     };
     let store_root = absolute(store.root())?;
@@ -199,13 +213,28 @@ fn session_at<FS: fuser::Filesystem>(
     dir: &Path,
     config: &Config,
 ) -> Result<fuser::Session<FS>> {
-    fuser::Session::new(fs, dir, config).map_err(|e| {
+    let session = fuser::Session::new(fs, dir, config).map_err(|e| {
         let hint = match Path::new("/dev/fuse").exists() {
             true => "",
             false => " (this machine has no /dev/fuse: load the fuse module, or run where FUSE is)",
         };
         Error::io(format!("mount ctxfold at{hint}"), dir, e)
-    })
+    })?;
+    widen_read_ahead(dir);
+    Ok(session)
+}
+
+/// The kernel reads ahead 128 KiB at a time in a FUSE mount, so a cold sequential read asks the
+/// daemon for 128 KiB at a time; a wider window is asked for in requests of up to 1 MiB, which
+/// halves the time of a cold read of a session. The knob is the mount's in sysfs, root's to turn:
+/// elsewhere the kernel's default stays.
+fn widen_read_ahead(dir: &Path) {
+    const READ_AHEAD_KIB: &str = "2048";
+    let Ok(dir) = absolute(dir) else { return };
+    if let Some(mounted) = mounts().into_iter().rev().find(|m| m.dir == dir) {
+        let knob = format!("/sys/class/bdi/{}/read_ahead_kb", mounted.device);
+        let _ = std::fs::write(knob, READ_AHEAD_KIB);
+    }
 }
 
 /// The cache of decoded parts a daemon's mounts share. Decoded parts are kept there: the packs' own
@@ -215,6 +244,12 @@ fn part_cache(store: &Store) -> Arc<session::Cache> {
         .odb()
         .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
     Arc::new(session::Cache::new(CACHE_BYTES))
+}
+
+/// Where a daemon keeps copies of the sessions read whole (see [`copies`]): unnamed files beside the
+/// store, on its disk.
+fn copies_of(store: &Store, budget: u64) -> Arc<copies::Copies> {
+    Arc::new(copies::Copies::new(store.root(), budget))
 }
 
 fn count_sessions(store: &Store) -> usize {
@@ -280,6 +315,8 @@ pub struct Mounted {
     pub dir: PathBuf,
     /// The store it shows.
     pub store: PathBuf,
+    /// Its device, `MAJOR:MINOR`.
+    pub device: String,
 }
 
 /// Every mount of ctxfold's on this machine (as this process sees the mount table).
@@ -321,6 +358,7 @@ fn parse_mountinfo(line: &str) -> Option<Mounted> {
     Some(Mounted {
         dir: PathBuf::from(unescape(fields.get(4)?)),
         store: PathBuf::from(store),
+        device: fields.get(2)?.to_string(),
     })
 }
 
@@ -370,6 +408,7 @@ mod tests {
             Some(Mounted {
                 dir: PathBuf::from("/home/a/my sessions"),
                 store: PathBuf::from("/home/a/.local/share/ctxfold"),
+                device: "0:40".into(),
             })
         );
         let other = "22 1 8:1 / / rw - ext4 /dev/sda1 rw";

@@ -18,8 +18,8 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -29,14 +29,15 @@ use fuser::{
     ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
+use super::copies::Copies;
 use super::copy_up::copy_up;
 use super::folded::{Entry, Folded};
 use super::fs::shown_attr;
+use super::modes::{Backing, FoldedOpen, Modes, Reading, Route};
 use super::nodes::Nodes;
 use super::session::{Cache, Opened};
 use super::tree::File as FoldedFile;
 use crate::agents::Agent;
-use crate::digest::Digest;
 use crate::store::Store;
 
 /// How long the kernel may keep what it was told: real files change under it (through this
@@ -69,25 +70,31 @@ pub struct AgentFs {
     nodes: Nodes,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_handle: AtomicU64,
-    /// Each open inode's passthrough handle, shared by its opens, as the kernel requires.
-    backing: Mutex<HashMap<u64, Weak<BackingId>>>,
-    /// Whether passthrough is asked for, and (once the kernel said) whether it is on.
+    /// Whether passthrough is asked for, and how each open inode is read.
     wants_passthrough: bool,
-    passthrough: AtomicBool,
-    /// The folded sessions read through the kernel's cache, by inode: the sha256 of what it
-    /// cached, and how many opens of it are open now.
-    cached: Mutex<HashMap<u64, (Option<Digest>, usize)>>,
+    modes: Modes,
+    copies: Arc<Copies>,
     /// One copy-up at a time: two opens of one session restore it once.
     copying: Mutex<()>,
 }
 
 enum Handle {
     Real {
-        file: std::fs::File,
-        _backing: Option<Arc<BackingId>>,
+        file: Arc<std::fs::File>,
+        _backing: Option<Arc<Backing>>,
     },
-    Folded(Box<Opened>),
+    Folded(Box<Reading>),
+    /// A folded session passed through to its copy.
+    Passed {
+        _backing: Arc<Backing>,
+    },
     Dir(Vec<Listed>),
+}
+
+/// What an open found.
+enum Opening {
+    Folded(FoldedOpen),
+    Real(std::fs::File),
 }
 
 /// One entry of a folder's listing, with what it is when listed ("." and ".." are looked at when
@@ -115,6 +122,8 @@ pub struct Shared {
     pub store: Store,
     pub folded: Arc<Folded>,
     pub cache: Arc<Cache>,
+    /// How many bytes of copies of sessions read whole each mount keeps, in its real folder.
+    pub copies: u64,
     /// Whether to let the kernel read and write the real files where it can.
     pub passthrough: bool,
 }
@@ -133,6 +142,7 @@ impl AgentFs {
             store,
             folded,
             cache,
+            copies,
             passthrough,
         } = shared;
         let real = PathBuf::from(format!(
@@ -140,6 +150,8 @@ impl AgentFs {
             std::os::fd::AsRawFd::as_raw_fd(&below)
         ));
         let meta = std::fs::metadata(&real)?;
+        // In the real folder: a copy can become a real file there.
+        let copies = Arc::new(Copies::new(&real, copies));
         Ok(Self {
             store,
             agent,
@@ -154,10 +166,9 @@ impl AgentFs {
             nodes: Nodes::default(),
             handles: Mutex::default(),
             next_handle: AtomicU64::new(1),
-            backing: Mutex::default(),
             wants_passthrough: passthrough,
-            passthrough: AtomicBool::new(false),
-            cached: Mutex::default(),
+            modes: Modes::default(),
+            copies,
             copying: Mutex::new(()),
         })
     }
@@ -250,7 +261,8 @@ impl AgentFs {
         if let Some(parent) = rel.parent() {
             self.materialize(parent)?;
         }
-        copy_up(&self.store, file, &self.real_path(rel)).map_err(|e| {
+        let copy = self.copies.take(&file.sha256);
+        copy_up(&self.store, file, &self.real_path(rel), copy).map_err(|e| {
             log(format_args!(
                 "restore {} to write to it: {e}",
                 self.shown.join(rel).display()
@@ -282,54 +294,25 @@ impl AgentFs {
         Ok(std::fs::File::from(fd))
     }
 
-    /// The passthrough handle of `ino` opened as `file`, shared with its other opens; `None`
-    /// where the kernel does not pass files through (the daemon then reads and writes them).
-    fn backing(
+    /// Keep `file`, a real file open at `ino`, passed through to itself where [`Modes::route`]
+    /// lets it be.
+    fn keep_real(
         &self,
         ino: u64,
-        file: &std::fs::File,
-        open: impl FnOnce(&std::fs::File) -> io::Result<BackingId>,
-    ) -> Option<Arc<BackingId>> {
-        // The kernel refuses to pass an inode through while it is open through its cache.
-        let cached_now = lock(&self.cached)
-            .get(&ino)
-            .is_some_and(|(_, opens)| *opens > 0);
-        if !self.passthrough.load(Ordering::Relaxed) || cached_now {
-            return None;
-        }
-        let mut backing = lock(&self.backing);
-        if let Some(id) = backing.get(&ino).and_then(Weak::upgrade) {
-            return Some(id);
-        }
-        match open(file) {
-            Ok(id) => {
-                let id = Arc::new(id);
-                backing.insert(ino, Arc::downgrade(&id));
-                Some(id)
-            }
-            Err(e) => {
-                self.passthrough.store(false, Ordering::Relaxed);
-                log(format_args!(
-                    "no FUSE passthrough here ({e}): files are read and written through ctxfold"
-                ));
-                None
-            }
-        }
-    }
-
-    /// A read open of folded session `sha256` at inode `ino`, through the kernel's cache: what the
-    /// kernel cached of that inode stays good when it is the same session's bytes.
-    fn cached_open(&self, ino: u64, sha256: Digest) -> FopenFlags {
-        let mut cached = lock(&self.cached);
-        let (was, opens) = cached.entry(ino).or_insert((None, 0));
-        // The first open drops whatever the kernel kept of the inode before.
-        let same = *was == Some(sha256);
-        *was = Some(sha256);
-        *opens += 1;
-        match same {
-            true => FopenFlags::FOPEN_KEEP_CACHE,
-            false => FopenFlags::empty(),
-        }
+        file: std::fs::File,
+        open_backing: impl FnOnce(&std::fs::File) -> io::Result<BackingId>,
+    ) -> (FileHandle, Route) {
+        let file = Arc::new(file);
+        let route = self.modes.route(ino, Some(file.clone()), open_backing);
+        let backing = match &route {
+            Route::Passed(id) => Some(id.clone()),
+            Route::Daemon(_) => None,
+        };
+        let fh = self.keep(Handle::Real {
+            file,
+            _backing: backing,
+        });
+        (fh, route)
     }
 
     fn keep(&self, handle: Handle) -> FileHandle {
@@ -531,10 +514,7 @@ impl Filesystem for AgentFs {
         // A listing gives the kernel every entry's attributes too: `ls -l` of a folder of
         // thousands of sessions is then one call, not one lookup per file.
         let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
-        let passthrough = self.wants_passthrough
-            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
-            && config.set_max_stack_depth(1).is_ok();
-        self.passthrough.store(passthrough, Ordering::Relaxed);
+        self.modes.init(config, self.wants_passthrough);
         Ok(())
     }
 
@@ -761,44 +741,54 @@ impl Filesystem for AgentFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let opened = (|| {
+        let opening = (|| {
             let rel = self.rel_of(ino)?;
             match self.look(&rel)? {
-                Some(Look::Folded(file)) if !writes(flags.0) => {
-                    let opened = Opened::open(&self.store, &file.manifest).map_err(|e| {
+                Some(Look::Folded(file)) if !writes(flags.0) => self
+                    .modes
+                    .open_folded(
+                        &self.copies,
+                        ino.0,
+                        file.sha256,
+                        |copy| reply.open_backing(copy),
+                        || Opened::open(&self.store, &file.manifest),
+                    )
+                    .map(Opening::Folded)
+                    .map_err(|e| {
                         log(format_args!(
                             "open {}: {e}",
                             self.shown.join(&rel).display()
                         ));
                         Errno::EIO
-                    })?;
-                    let keep = self.cached_open(ino.0, opened.sha256());
-                    Ok(Err((self.keep(Handle::Folded(Box::new(opened))), keep)))
-                }
+                    }),
                 Some(Look::Folded(file)) => {
                     self.copy_up(&rel, &file)?;
-                    Ok(Ok(self.open_real(&rel, flags.0, None)?))
+                    Ok(Opening::Real(self.open_real(&rel, flags.0, None)?))
                 }
                 Some(Look::Real(meta)) if !meta.is_dir() => {
-                    Ok(Ok(self.open_real(&rel, flags.0, None)?))
+                    Ok(Opening::Real(self.open_real(&rel, flags.0, None)?))
                 }
                 Some(_) => Err(Errno::EISDIR),
                 None => Err(Errno::ENOENT),
             }
         })();
-        match opened {
-            Ok(Err((fh, keep))) => reply.opened(fh, keep),
-            Ok(Ok(file)) => {
-                let backing = self.backing(ino.0, &file, |f| reply.open_backing(f));
-                let fh = self.keep(Handle::Real {
-                    file,
+        match opening {
+            Ok(Opening::Folded(FoldedOpen::Read(reading, flags))) => {
+                reply.opened(self.keep(Handle::Folded(reading)), flags);
+            }
+            Ok(Opening::Folded(FoldedOpen::Passed(backing))) => {
+                let fh = self.keep(Handle::Passed {
                     _backing: backing.clone(),
                 });
-                match backing {
-                    Some(id) => reply.opened_passthrough(fh, FopenFlags::empty(), &id),
-                    None => reply.opened(fh, FopenFlags::empty()),
-                }
+                reply.opened_passthrough(fh, FopenFlags::empty(), backing.id());
             }
+            Ok(Opening::Real(file)) => match self.keep_real(ino.0, file, |f| reply.open_backing(f))
+            {
+                (fh, Route::Passed(backing)) => {
+                    reply.opened_passthrough(fh, FopenFlags::empty(), backing.id())
+                }
+                (fh, Route::Daemon(flags)) => reply.opened(fh, flags),
+            },
             Err(e) => reply.error(e),
         }
     }
@@ -830,16 +820,16 @@ impl Filesystem for AgentFs {
         };
         let ino = self.nodes.of(parent.0, name);
         let attr = real_attr(ino, &meta);
-        let backing = self.backing(ino, &file, |f| reply.open_backing(f));
-        let fh = self.keep(Handle::Real {
-            file,
-            _backing: backing.clone(),
-        });
-        match backing {
-            Some(id) => {
-                reply.created_passthrough(&TTL, &attr, Generation(0), fh, FopenFlags::empty(), &id)
-            }
-            None => reply.created(&TTL, &attr, Generation(0), fh, FopenFlags::empty()),
+        match self.keep_real(ino, file, |f| reply.open_backing(f)) {
+            (fh, Route::Passed(backing)) => reply.created_passthrough(
+                &TTL,
+                &attr,
+                Generation(0),
+                fh,
+                FopenFlags::empty(),
+                backing.id(),
+            ),
+            (fh, Route::Daemon(flags)) => reply.created(&TTL, &attr, Generation(0), fh, flags),
         }
     }
 
@@ -872,18 +862,20 @@ impl Filesystem for AgentFs {
                 }
                 reply.data(&buf[..got]);
             }
-            Handle::Folded(opened) => {
-                match opened.read_at(&self.store, &self.cache, offset, size) {
+            Handle::Folded(reading) => {
+                match reading.read_at(&self.store, &self.cache, &self.copies, offset, size) {
                     Ok(bytes) => reply.data(&bytes),
                     Err(e) => {
                         log(format_args!(
                             "session {}: read of {size} bytes at {offset}: {e}",
-                            opened.id()
+                            reading.id()
                         ));
                         reply.error(Errno::EIO);
                     }
                 }
             }
+            // The kernel reads a passed-through file itself.
+            Handle::Passed { .. } => reply.error(Errno::EBADF),
             Handle::Dir(_) => reply.error(Errno::EISDIR),
         }
     }
@@ -953,12 +945,9 @@ impl Filesystem for AgentFs {
         reply: ReplyEmpty,
     ) {
         if let Some(handle) = lock(&self.handles).remove(&fh.0)
-            && let Handle::Folded(_) = &*handle
+            && let Handle::Folded(reading) = &*handle
         {
-            let mut cached = lock(&self.cached);
-            if let Some((_, opens)) = cached.get_mut(&ino.0) {
-                *opens = opens.saturating_sub(1);
-            }
+            self.modes.release(ino.0, reading);
         }
         reply.ok();
     }

@@ -12,6 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::agents::place::place;
+use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 use crate::files::entry_names;
 use crate::store::manifest::Manifest;
@@ -27,6 +28,8 @@ pub const ROOT: Ino = 1;
 pub struct File {
     /// The manifest whose session this is, read again when the file is opened.
     pub manifest: PathBuf,
+    /// The sha256 of its bytes, which name its copy once it is read whole.
+    pub sha256: Digest,
     pub size: u64,
     pub mtime: SystemTime,
 }
@@ -51,6 +54,7 @@ pub fn file_of(path: &Path) -> Result<(Manifest, File)> {
         .with_path("stat", path)?;
     let file = File {
         manifest: path.to_path_buf(),
+        sha256: manifest.source.sha256,
         size: manifest.source.bytes,
         mtime: manifest.session.modified().unwrap_or(written),
     };

@@ -9,6 +9,14 @@ use std::process::{Child, ChildStderr, Stdio};
 
 use crate::common::Env;
 
+/// An unnamed file a daemon holds open.
+pub struct Copy {
+    /// The folder it is in.
+    pub dir: PathBuf,
+    pub bytes: Vec<u8>,
+    pub ino: u64,
+}
+
 pub struct Mount {
     /// The folders it mounts.
     pub dirs: Vec<PathBuf>,
@@ -21,16 +29,51 @@ pub struct Mount {
 impl Mount {
     /// `ctxfold mount DIR` (DIR made when missing).
     pub fn start(env: &Env, dir: &Path) -> Self {
+        Self::start_with(env, dir, &[])
+    }
+
+    /// `ctxfold mount DIR` with `more` arguments.
+    pub fn start_with(env: &Env, dir: &Path, more: &[&str]) -> Self {
         // There already when a killed daemon's mount is on it (which answers nothing).
         match fs::create_dir(dir) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => panic!("{e}"),
             _ => {}
         }
-        Self::run(
-            env,
-            &["mount", dir.to_str().unwrap()],
-            vec![dir.to_path_buf()],
-        )
+        let args: Vec<&str> = ["mount", dir.to_str().unwrap()]
+            .iter()
+            .chain(more)
+            .copied()
+            .collect();
+        Self::run(env, &args, vec![dir.to_path_buf()])
+    }
+
+    /// The unnamed files the daemon holds open: its decoded copies of sessions.
+    pub fn copies(&self) -> Vec<Copy> {
+        let fds = PathBuf::from(format!("/proc/{}/fd", self.child.id()));
+        let mut copies = Vec::new();
+        for entry in fs::read_dir(&fds).unwrap() {
+            let fd = entry.unwrap().path();
+            let Ok(target) = fs::read_link(&fd) else {
+                continue;
+            };
+            // What the kernel says of an `O_TMPFILE`: `<dir>/#<inode> (deleted)`.
+            let target = target.to_string_lossy().into_owned();
+            let Some(unnamed) = target.strip_suffix(" (deleted)") else {
+                continue;
+            };
+            let unnamed = Path::new(unnamed);
+            if unnamed
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('#'))
+            {
+                copies.push(Copy {
+                    dir: unnamed.parent().unwrap().to_path_buf(),
+                    bytes: fs::read(&fd).unwrap(),
+                    ino: std::os::unix::fs::MetadataExt::ino(&fs::metadata(&fd).unwrap()),
+                });
+            }
+        }
+        copies
     }
 
     /// `ctxfold mount --agents` with `more` arguments, over `dirs`.

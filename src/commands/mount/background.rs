@@ -44,6 +44,7 @@ pub fn start(io: &mut Io<'_>, store: &Store, args: &MountArgs) -> Result<Status>
     if args.no_passthrough {
         command.arg("--no-passthrough");
     }
+    command.arg("--copies").arg(args.copies.to_string());
     command
         .arg("--store")
         .arg(std::path::absolute(store.root()).with_path("resolve", store.root())?)

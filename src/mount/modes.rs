@@ -1,0 +1,233 @@
+//! How each open of a mount is read, as the kernel requires the opens of one inode to agree:
+//! through the kernel's cache (the daemon answers its reads), passed through to a backing file
+//! (the kernel reads and writes it itself, and every such open of the inode shares one backing),
+//! or direct (the daemon answers every call, no cache: what may be open beside either).
+//!
+//! A real file is passed through to itself; a folded session to its decoded copy once it has one
+//! ([`super::copies`]), else read through the cache, which makes the copy as it serves the reads.
+//!
+//! Not for: what a path is (the mount's) or decoding sessions ([`super::session`]).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use fuser::{BackingId, FopenFlags, InitFlags, KernelConfig};
+
+use super::copies::{Copies, Making};
+use super::session::{Cache, Opened};
+use crate::digest::Digest;
+use crate::error::Result;
+use crate::store::Store;
+
+#[derive(Default)]
+pub struct Modes {
+    /// Whether the kernel passes files through (asked for, and granted at init).
+    on: AtomicBool,
+    /// Each passed-through inode's backing, shared by its opens.
+    backing: Mutex<HashMap<u64, Weak<Backing>>>,
+    /// The folded sessions read through the kernel's cache, by inode: the sha256 of what it
+    /// cached, and how many opens of it are open now.
+    cached: Mutex<HashMap<u64, (Option<Digest>, usize)>>,
+}
+
+/// What an inode is passed through to: a real file, or a session's copy (which becomes the real
+/// file when the session is copied up while it is read: see [`Modes::backing_file`]).
+pub struct Backing {
+    id: BackingId,
+    file: Arc<File>,
+    /// The file's device and inode number.
+    is: (u64, u64),
+}
+
+impl Backing {
+    pub fn id(&self) -> &BackingId {
+        &self.id
+    }
+}
+
+/// How an open is read.
+pub enum Route {
+    Passed(Arc<Backing>),
+    /// Through the daemon, with these flags.
+    Daemon(FopenFlags),
+}
+
+/// How a read open of a folded session is read.
+pub enum FoldedOpen {
+    Passed(Arc<Backing>),
+    /// Through the daemon, with these flags.
+    Read(Box<Reading>, FopenFlags),
+}
+
+/// A folded session open through the daemon.
+pub struct Reading {
+    opened: Opened,
+    /// The copy its reads are written into, where one is made.
+    making: Option<Arc<Making>>,
+    /// Whether it is read through the kernel's cache (else direct).
+    cached: bool,
+}
+
+impl Reading {
+    pub fn id(&self) -> &str {
+        self.opened.id()
+    }
+
+    /// What [`Opened::read_at`] reads, written into the copy being made.
+    pub fn read_at(
+        &self,
+        store: &Store,
+        cache: &Cache,
+        copies: &Copies,
+        offset: u64,
+        len: u32,
+    ) -> Result<Vec<u8>> {
+        let bytes = self.opened.read_at(store, cache, offset, len)?;
+        if let Some(making) = &self.making {
+            copies.served(making, offset, &bytes);
+        }
+        Ok(bytes)
+    }
+}
+
+impl Modes {
+    /// Ask the kernel for passthrough at init, where `wants` it.
+    pub fn init(&self, config: &mut KernelConfig, wants: bool) {
+        let on = wants
+            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(1).is_ok();
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    fn on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// How an open of `ino` is read: passed through to `file` (registered with the kernel by
+    /// `open` for the inode's first such open) where it can be, or to what its other opens are
+    /// passed through to where no file is given (a folded session whose copy was let go); else
+    /// through the daemon: where passthrough is off (or the kernel refused `open`: off for good,
+    /// said once) or the inode is open through the cache now (the kernel refuses to mix the two).
+    /// An inode passed through to another file (replaced while open) is answered direct, which
+    /// the kernel refuses: an error for that open, never another file's bytes.
+    pub fn route(
+        &self,
+        ino: u64,
+        file: Option<Arc<File>>,
+        open: impl FnOnce(&File) -> io::Result<BackingId>,
+    ) -> Route {
+        if !self.on() || self.cached_now(ino) {
+            return Route::Daemon(FopenFlags::empty());
+        }
+        let is = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| (m.dev(), m.ino()));
+        let mut backing = lock(&self.backing);
+        match (backing.get(&ino).and_then(Weak::upgrade), file, is) {
+            (Some(live), _, None) => Route::Passed(live),
+            (Some(live), _, Some(is)) if live.is == is => Route::Passed(live),
+            (Some(_), _, Some(_)) => Route::Daemon(FopenFlags::FOPEN_DIRECT_IO),
+            (None, Some(file), Some(is)) => match open(&file) {
+                Ok(id) => {
+                    let live = Arc::new(Backing { id, file, is });
+                    backing.insert(ino, Arc::downgrade(&live));
+                    Route::Passed(live)
+                }
+                Err(e) => {
+                    self.on.store(false, Ordering::Relaxed);
+                    eprintln!(
+                        "ctxfold mount: no FUSE passthrough here ({e}): files are read and \
+                         written through ctxfold"
+                    );
+                    Route::Daemon(FopenFlags::empty())
+                }
+            },
+            (None, _, _) => Route::Daemon(FopenFlags::empty()),
+        }
+    }
+
+    /// The file `ino` is passed through to now, if any.
+    pub fn backing_file(&self, ino: u64) -> Option<Arc<File>> {
+        let live = lock(&self.backing).get(&ino).and_then(Weak::upgrade)?;
+        Some(live.file.clone())
+    }
+
+    /// A read open of the folded session `sha256` (of `size` bytes) at `ino`: passed through to
+    /// its copy where one is kept (or its other opens are), else read through the daemon from
+    /// the session `open` opens (through the cache, making a copy, unless the inode is passed
+    /// through to something else now).
+    pub fn open_folded(
+        &self,
+        copies: &Copies,
+        ino: u64,
+        sha256: Digest,
+        open_backing: impl FnOnce(&File) -> io::Result<BackingId>,
+        open: impl FnOnce() -> Result<Opened>,
+    ) -> Result<FoldedOpen> {
+        let route = self.route(ino, copies.get(&sha256), open_backing);
+        let flags = match route {
+            Route::Passed(id) => return Ok(FoldedOpen::Passed(id)),
+            Route::Daemon(flags) => flags,
+        };
+        let opened = open()?;
+        if flags.contains(FopenFlags::FOPEN_DIRECT_IO) {
+            let reading = Reading {
+                opened,
+                making: None,
+                cached: false,
+            };
+            return Ok(FoldedOpen::Read(Box::new(reading), flags));
+        }
+        let flags = self.cached_open(ino, sha256);
+        let making = self
+            .on()
+            .then(|| copies.making(sha256, opened.size()))
+            .flatten();
+        let reading = Reading {
+            opened,
+            making,
+            cached: true,
+        };
+        Ok(FoldedOpen::Read(Box::new(reading), flags))
+    }
+
+    /// `reading`, an open of `ino`, closed.
+    pub fn release(&self, ino: u64, reading: &Reading) {
+        if !reading.cached {
+            return;
+        }
+        if let Some((_, opens)) = lock(&self.cached).get_mut(&ino) {
+            *opens = opens.saturating_sub(1);
+        }
+    }
+
+    fn cached_now(&self, ino: u64) -> bool {
+        lock(&self.cached)
+            .get(&ino)
+            .is_some_and(|(_, opens)| *opens > 0)
+    }
+
+    /// Count an open of `ino` through the cache: its flags keep what the kernel cached of the
+    /// inode when it is the same session's bytes.
+    fn cached_open(&self, ino: u64, sha256: Digest) -> FopenFlags {
+        let mut cached = lock(&self.cached);
+        let (was, opens) = cached.entry(ino).or_insert((None, 0));
+        // The first open drops whatever the kernel kept of the inode before.
+        let same = *was == Some(sha256);
+        *was = Some(sha256);
+        *opens += 1;
+        match same {
+            true => FopenFlags::FOPEN_KEEP_CACHE,
+            false => FopenFlags::empty(),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
