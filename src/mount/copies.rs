@@ -84,6 +84,11 @@ impl Copies {
         Some(kept.file.clone())
     }
 
+    /// Whether a whole copy of session `sha256` is kept.
+    pub fn has(&self, sha256: &Digest) -> bool {
+        self.lock().kept.contains_key(sha256)
+    }
+
     /// The copy of session `sha256`, kept or still read, taken out of the copies: to become the
     /// session's real file (the one a writer and the readers passed through to it then share).
     pub fn take(&self, sha256: &Digest) -> Option<Arc<File>> {

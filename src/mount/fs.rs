@@ -79,6 +79,11 @@ impl SessionsFs {
         ))
     }
 
+    /// Where its [`fuser::Notifier`] goes once mounted.
+    pub fn notifier_slot(&self) -> Arc<std::sync::OnceLock<fuser::Notifier>> {
+        self.modes.notifier_slot()
+    }
+
     fn handle(&self, fh: FileHandle) -> Option<Arc<Open>> {
         self.lock().get(&fh.0).cloned()
     }
@@ -226,7 +231,7 @@ impl Filesystem for SessionsFs {
         if let Some(open) = self.lock().remove(&fh.0)
             && let Open::Read(reading) = &*open
         {
-            self.modes.release(ino.0, reading);
+            self.modes.release(ino.0, reading, &self.copies);
         }
         reply.ok();
     }

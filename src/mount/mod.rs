@@ -82,7 +82,9 @@ pub fn mount(store: &Store, dir: &Path, copies: u64) -> Result<Mounting> {
         part_cache(store),
         copies_of(store, copies),
     );
+    let notifier = fs.notifier_slot();
     let session = session_at(fs, dir, &config)?;
+    let _ = notifier.set(session.notifier());
     Ok(Mounting {
         mounts: vec![(absolute(dir)?, Box::new(session))],
         problems,
@@ -172,7 +174,10 @@ pub fn mount_agents(
         let below = open_below(&dir)?;
         let fs = overlay::AgentFs::new(shared.clone(), agent, prefix, below, dir.clone())
             .with_path("open", &dir)?;
-        mounts.push((dir.clone(), Box::new(session_at(fs, &dir, &config)?)));
+        let notifier = fs.notifier_slot();
+        let session = session_at(fs, &dir, &config)?;
+        let _ = notifier.set(session.notifier());
+        mounts.push((dir.clone(), Box::new(session)));
         said.push(AgentMount::Mounted { agent, dir });
     }
     let mounting = Mounting {

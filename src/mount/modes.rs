@@ -13,9 +13,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use fuser::{BackingId, FopenFlags, InitFlags, KernelConfig};
+use fuser::{BackingId, FopenFlags, INodeNo, InitFlags, KernelConfig, Notifier};
 
 use super::copies::{Copies, Making};
 use super::session::{Cache, Opened};
@@ -32,6 +32,8 @@ pub struct Modes {
     /// The folded sessions read through the kernel's cache, by inode: the sha256 of what it
     /// cached, and how many opens of it are open now.
     cached: Mutex<HashMap<u64, (Option<Digest>, usize)>>,
+    /// How to tell the kernel to drop what it cached of an inode (set once mounted).
+    notifier: Arc<OnceLock<Notifier>>,
 }
 
 /// What an inode is passed through to: a real file, or a session's copy (which becomes the real
@@ -196,14 +198,33 @@ impl Modes {
         Ok(FoldedOpen::Read(Box::new(reading), flags))
     }
 
-    /// `reading`, an open of `ino`, closed.
-    pub fn release(&self, ino: u64, reading: &Reading) {
+    /// `reading`, an open of `ino`, closed. Once the last open through the cache of a session
+    /// with a copy is closed, the kernel is told to drop what it cached of it: the next opens are
+    /// passed through to the copy, and the session's bytes are then in memory once, not twice
+    /// (and the next open need not drop them itself, which it would before its first read).
+    pub fn release(&self, ino: u64, reading: &Reading, copies: &Copies) {
         if !reading.cached {
             return;
         }
-        if let Some((_, opens)) = lock(&self.cached).get_mut(&ino) {
-            *opens = opens.saturating_sub(1);
+        let last = match lock(&self.cached).get_mut(&ino) {
+            Some((_, opens)) => {
+                *opens = opens.saturating_sub(1);
+                *opens == 0
+            }
+            None => false,
+        };
+        if last
+            && copies.has(&reading.opened.sha256())
+            && let Some(notifier) = self.notifier.get().cloned()
+        {
+            // Not from the thread answering the kernel: the kernel may need it to drop them.
+            std::thread::spawn(move || notifier.inval_inode(INodeNo(ino), 0, 0));
         }
+    }
+
+    /// Where the mount's [`Notifier`] goes once the mount is made.
+    pub fn notifier_slot(&self) -> Arc<OnceLock<Notifier>> {
+        self.notifier.clone()
     }
 
     fn cached_now(&self, ino: u64) -> bool {

@@ -173,6 +173,11 @@ impl AgentFs {
         })
     }
 
+    /// Where its [`fuser::Notifier`] goes once mounted.
+    pub fn notifier_slot(&self) -> Arc<std::sync::OnceLock<fuser::Notifier>> {
+        self.modes.notifier_slot()
+    }
+
     fn real_path(&self, rel: &Path) -> PathBuf {
         self.real.join(rel)
     }
@@ -947,7 +952,7 @@ impl Filesystem for AgentFs {
         if let Some(handle) = lock(&self.handles).remove(&fh.0)
             && let Handle::Folded(reading) = &*handle
         {
-            self.modes.release(ino.0, reading);
+            self.modes.release(ino.0, reading, &self.copies);
         }
         reply.ok();
     }
