@@ -27,20 +27,29 @@ use crate::store::Store;
 pub struct Modes {
     /// Whether the kernel passes files through (asked for, and granted at init).
     on: AtomicBool,
-    /// Each passed-through inode's backing, shared by its opens.
-    backing: Mutex<HashMap<u64, Weak<Backing>>>,
-    /// The folded sessions read through the kernel's cache, by inode: the sha256 of what it
-    /// cached, and how many opens of it are open now.
-    cached: Mutex<HashMap<u64, (Option<Digest>, usize)>>,
+    /// How the open inodes are read: one lock, so that two opens of an inode at once (the
+    /// daemon answers on two threads) cannot choose two ways.
+    inodes: Mutex<Inodes>,
     /// How to tell the kernel to drop what it cached of an inode (set once mounted).
     notifier: Arc<OnceLock<Notifier>>,
 }
 
+#[derive(Default)]
+struct Inodes {
+    /// Each passed-through inode's backing, shared by its opens.
+    backing: HashMap<u64, Weak<Backing>>,
+    /// The folded sessions read through the kernel's cache, by inode: the sha256 of what it
+    /// cached, and how many opens of it are open now.
+    cached: HashMap<u64, (Option<Digest>, usize)>,
+}
+
 /// What an inode is passed through to: a real file, or a session's copy (which becomes the real
-/// file when the session is copied up while it is read: see [`Modes::backing_file`]).
+/// file when the session is copied up while it is read: see `copy_up`).
 pub struct Backing {
     id: BackingId,
-    file: Arc<File>,
+    /// Held while passed through: a copy let go stays reachable for a copy-up
+    /// ([`Copies::take`]).
+    _file: Arc<File>,
     /// The file's device and inode number.
     is: (u64, u64),
 }
@@ -122,22 +131,36 @@ impl Modes {
         file: Option<Arc<File>>,
         open: impl FnOnce(&File) -> io::Result<BackingId>,
     ) -> Route {
-        if !self.on() || self.cached_now(ino) {
+        self.decide(&mut lock(&self.inodes), ino, file, open)
+    }
+
+    fn decide(
+        &self,
+        inodes: &mut Inodes,
+        ino: u64,
+        file: Option<Arc<File>>,
+        open: impl FnOnce(&File) -> io::Result<BackingId>,
+    ) -> Route {
+        let cached_now = inodes.cached.get(&ino).is_some_and(|(_, opens)| *opens > 0);
+        if !self.on() || cached_now {
             return Route::Daemon(FopenFlags::empty());
         }
         let is = file
             .as_ref()
             .and_then(|f| f.metadata().ok())
             .map(|m| (m.dev(), m.ino()));
-        let mut backing = lock(&self.backing);
-        match (backing.get(&ino).and_then(Weak::upgrade), file, is) {
+        match (inodes.backing.get(&ino).and_then(Weak::upgrade), file, is) {
             (Some(live), _, None) => Route::Passed(live),
             (Some(live), _, Some(is)) if live.is == is => Route::Passed(live),
             (Some(_), _, Some(_)) => Route::Daemon(FopenFlags::FOPEN_DIRECT_IO),
             (None, Some(file), Some(is)) => match open(&file) {
                 Ok(id) => {
-                    let live = Arc::new(Backing { id, file, is });
-                    backing.insert(ino, Arc::downgrade(&live));
+                    let live = Arc::new(Backing {
+                        id,
+                        _file: file,
+                        is,
+                    });
+                    inodes.backing.insert(ino, Arc::downgrade(&live));
                     Route::Passed(live)
                 }
                 Err(e) => {
@@ -153,12 +176,6 @@ impl Modes {
         }
     }
 
-    /// The file `ino` is passed through to now, if any.
-    pub fn backing_file(&self, ino: u64) -> Option<Arc<File>> {
-        let live = lock(&self.backing).get(&ino).and_then(Weak::upgrade)?;
-        Some(live.file.clone())
-    }
-
     /// A read open of the folded session `sha256` (of `size` bytes) at `ino`: passed through to
     /// its copy where one is kept (or its other opens are), else read through the daemon from
     /// the session `open` opens (through the cache, making a copy, unless the inode is passed
@@ -171,29 +188,32 @@ impl Modes {
         open_backing: impl FnOnce(&File) -> io::Result<BackingId>,
         open: impl FnOnce() -> Result<Opened>,
     ) -> Result<FoldedOpen> {
-        let route = self.route(ino, copies.get(&sha256), open_backing);
-        let flags = match route {
-            Route::Passed(id) => return Ok(FoldedOpen::Passed(id)),
-            Route::Daemon(flags) => flags,
+        let flags = {
+            let mut inodes = lock(&self.inodes);
+            match self.decide(&mut inodes, ino, copies.get(&sha256), open_backing) {
+                Route::Passed(live) => return Ok(FoldedOpen::Passed(live)),
+                Route::Daemon(flags) if flags.contains(FopenFlags::FOPEN_DIRECT_IO) => flags,
+                // Counted before the lock goes, so that no open passes it through meanwhile.
+                Route::Daemon(_) => Self::cached_open(&mut inodes, ino, sha256),
+            }
         };
-        let opened = open()?;
-        if flags.contains(FopenFlags::FOPEN_DIRECT_IO) {
-            let reading = Reading {
-                opened,
-                making: None,
-                cached: false,
-            };
-            return Ok(FoldedOpen::Read(Box::new(reading), flags));
-        }
-        let flags = self.cached_open(ino, sha256);
-        let making = self
-            .on()
+        let cached = !flags.contains(FopenFlags::FOPEN_DIRECT_IO);
+        let opened = match open() {
+            Ok(opened) => opened,
+            Err(e) => {
+                if cached {
+                    self.uncount(ino);
+                }
+                return Err(e);
+            }
+        };
+        let making = (cached && self.on())
             .then(|| copies.making(sha256, opened.size()))
             .flatten();
         let reading = Reading {
             opened,
             making,
-            cached: true,
+            cached,
         };
         Ok(FoldedOpen::Read(Box::new(reading), flags))
     }
@@ -206,14 +226,7 @@ impl Modes {
         if !reading.cached {
             return;
         }
-        let last = match lock(&self.cached).get_mut(&ino) {
-            Some((_, opens)) => {
-                *opens = opens.saturating_sub(1);
-                *opens == 0
-            }
-            None => false,
-        };
-        if last
+        if self.uncount(ino)
             && copies.has(&reading.opened.sha256())
             && let Some(notifier) = self.notifier.get().cloned()
         {
@@ -227,17 +240,21 @@ impl Modes {
         self.notifier.clone()
     }
 
-    fn cached_now(&self, ino: u64) -> bool {
-        lock(&self.cached)
-            .get(&ino)
-            .is_some_and(|(_, opens)| *opens > 0)
+    /// Count an open of `ino` through the cache closed; true when it was the last.
+    fn uncount(&self, ino: u64) -> bool {
+        match lock(&self.inodes).cached.get_mut(&ino) {
+            Some((_, opens)) => {
+                *opens = opens.saturating_sub(1);
+                *opens == 0
+            }
+            None => false,
+        }
     }
 
     /// Count an open of `ino` through the cache: its flags keep what the kernel cached of the
     /// inode when it is the same session's bytes.
-    fn cached_open(&self, ino: u64, sha256: Digest) -> FopenFlags {
-        let mut cached = lock(&self.cached);
-        let (was, opens) = cached.entry(ino).or_insert((None, 0));
+    fn cached_open(inodes: &mut Inodes, ino: u64, sha256: Digest) -> FopenFlags {
+        let (was, opens) = inodes.cached.entry(ino).or_insert((None, 0));
         // The first open drops whatever the kernel kept of the inode before.
         let same = *was == Some(sha256);
         *was = Some(sha256);
