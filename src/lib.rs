@@ -18,6 +18,7 @@ pub mod fold;
 pub mod grep;
 pub mod history;
 pub mod input;
+pub mod keys;
 pub mod interrupt;
 pub mod ledger;
 pub mod mirror;

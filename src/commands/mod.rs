@@ -15,6 +15,7 @@ pub mod grep;
 pub mod hash_object;
 pub mod help;
 pub mod install_docs;
+pub mod key;
 pub mod list_sessions;
 pub mod log;
 pub mod ls;
@@ -78,6 +79,7 @@ pub fn registry() -> Vec<Spec> {
         Spec::of::<rm::RmArgs>(Level::Porcelain),
         Spec::of::<mount::MountArgs>(Level::Porcelain),
         Spec::of::<mount::UnmountArgs>(Level::Porcelain),
+        Spec::of::<key::KeyArgs>(Level::Porcelain),
         Spec::of::<remote::RemoteArgs>(Level::Porcelain),
         Spec::of::<sync::SyncArgs>(Level::Porcelain),
         Spec::of::<sync::CloneArgs>(Level::Porcelain),

@@ -4,7 +4,9 @@ use crate::cli::human::count;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::mirror::GitArgs;
 use crate::error::{Error, Result};
-use crate::mirror::sync::{Outcome, clone, sync};
+use std::path::PathBuf;
+
+use crate::mirror::sync::{Outcome, Target, clone, sync};
 use crate::mirror::{Mirror, git};
 use crate::secrets::gate::{Policy, screen};
 
@@ -35,9 +37,19 @@ use crate::secrets::gate::{Policy, screen};
 /// stderr, one line each, and kept: it restores with --to. A manifest with an unsafe session id
 /// (one that is not a plain file name) is refused like any invalid manifest.
 ///
+/// An encrypted remote (see ctxfold-remote: `remote add --encrypt`) is decrypted with this
+/// machine's age identity (see ctxfold-key) or the one --identity names, before anything else:
+/// without a matching identity the sync is refused (status 3) naming the recipients the remote
+/// expects; a file of the remote that fails authentication (changed there) stops it (status 4)
+/// naming the file, before anything is merged. What is pushed there is encrypted to the
+/// remote's recipients; the store stays as it is here. This machine encrypts only to the
+/// recipients its configuration names: a remote that names others is refused until `ctxfold remote
+/// recipients` agrees.
+///
 /// Before anything is merged, every session version the push would send (each one the remote's
 /// history lacks) is scanned for credentials as `ctxfold secrets` scans (what was scanned before is
-/// remembered, so this reads only what is new). While any holds one, the sync is refused (status
+/// remembered, so this reads only what is new). To an encrypted remote they are pushed, and the
+/// sync says how many hold secrets. To a plain one, while any holds one, the sync is refused (status
 /// 3) with the store as it was, and the sessions are named: `ctxfold secrets ID` shows where, and
 /// --allow-secrets pushes them anyway (how many is said). The mirror's commit of the refused state
 /// is undone, so a session taken out (`ctxfold rm`) is not sent by the next sync. A session an
@@ -54,6 +66,10 @@ pub struct SyncArgs {
     /// Push sessions that hold credentials (see ctxfold-secrets) instead of refusing to
     #[arg(long)]
     pub allow_secrets: bool,
+    /// The age identity file that decrypts an encrypted remote [default: this machine's, see
+    /// ctxfold-key]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub identity: Option<PathBuf>,
     /// One JSON object instead of text
     #[arg(long)]
     pub json: bool,
@@ -78,7 +94,13 @@ impl Command for SyncArgs {
             true => Policy::Send,
             false => Policy::Refuse,
         };
-        let outcome = sync(&store, &dir, &remote, wait, &|m| screen(&store, policy, m))
+        let target = Target {
+            remote: &remote,
+            identity: self.identity.as_deref(),
+        };
+        let outcome = sync(&store, &dir, target, wait, &|m, encrypted| {
+            screen(&store, policy, m, encrypted)
+        })
             .map_err(|e| e.context(format_args!("sync with {remote}")))?;
         report(io, &outcome, self.json)
     }
@@ -105,13 +127,19 @@ fn default_remote(mirror: &Mirror) -> Result<String> {
 /// The store (created when missing) must hold no session yet; its mirror repository gets URL as
 /// remote `origin` and `ctxfold sync origin` runs, fetching and verifying everything, and noting
 /// on stderr each session `ctxfold restore` will not place without --to (see ctxfold-sync). A
-/// `sync` into an empty store does the same with a remote added by hand.
+/// `sync` into an empty store does the same with a remote added by hand. An encrypted remote is
+/// recognised as such and decrypted with this machine's age identity or the one --identity names
+/// (see ctxfold-sync); its recipients become the ones this machine encrypts it to.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-clone", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct CloneArgs {
     /// Any URL or path git can fetch from
     #[arg(value_name = "URL")]
     pub url: String,
+    /// The age identity file that decrypts an encrypted remote [default: this machine's, see
+    /// ctxfold-key]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub identity: Option<PathBuf>,
     /// One JSON object instead of text
     #[arg(long)]
     pub json: bool,
@@ -128,8 +156,9 @@ impl Command for CloneArgs {
         let store = self.store.init()?;
         let wait = || io.note("waiting for another sync (or a git it started) to finish…");
         // An empty store has nothing of its own to send: nothing to allow.
-        let refuse = &|m: &[_]| screen(&store, Policy::Refuse, m);
-        let outcome = clone(&store, &self.git.dir(&store), &self.url, wait, refuse)
+        let refuse = &|m: &[_], encrypted| screen(&store, Policy::Refuse, m, encrypted);
+        let dir = self.git.dir(&store);
+        let outcome = clone(&store, &dir, &self.url, self.identity.as_deref(), wait, refuse)
             .map_err(|e| e.context(format_args!("clone {}", self.url)))?;
         report(io, &outcome, self.json)
     }

@@ -99,6 +99,33 @@ pub fn remote_remove(git_dir: &Path, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The values of a git configuration key that may be set several times (none: empty).
+pub fn config_values(git_dir: &Path, key: &str) -> Result<Vec<String>> {
+    let output = run(git_dir, ["config", "--get-all", key])?;
+    match output.status.code() {
+        Some(0) => Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()),
+        // git's "the key is not set".
+        Some(1) => Ok(Vec::new()),
+        _ => Err(failure(&format!("read {key}"), &output)),
+    }
+}
+
+/// Set a git configuration key to `values`, one entry each (none: unset it).
+pub fn set_config_values(git_dir: &Path, key: &str, values: &[String]) -> Result<()> {
+    let output = run(git_dir, ["config", "--unset-all", key])?;
+    // git's "the key was not set" is 5.
+    if !matches!(output.status.code(), Some(0 | 5)) {
+        return Err(failure(&format!("unset {key}"), &output));
+    }
+    for value in values {
+        run_ok(git_dir, &format!("set {key}"), ["config", "--add", key, value])?;
+    }
+    Ok(())
+}
+
 /// The configured remotes with their fetch URLs, in git's order.
 pub fn remotes(git_dir: &Path) -> Result<Vec<Remote>> {
     let names = run_ok(git_dir, "list remotes", ["remote"])?;

@@ -13,6 +13,7 @@ pub mod git;
 pub mod lock;
 pub mod merge;
 pub mod private;
+pub mod seal;
 pub mod sync;
 pub mod tree;
 pub mod verify;
@@ -183,6 +184,38 @@ impl Mirror {
             )
             .git(|| format!("commit to {BRANCH} in {}", self.git_dir().display()))?;
         Ok(id.detach())
+    }
+
+    /// Write a commit of `tree` with `parents` as [`Mirror::commit`] does, but move no ref: a commit
+    /// whose place the caller keeps itself (an encrypted remote's, see `seal`).
+    pub(crate) fn write_commit(
+        &self,
+        tree: ObjectId,
+        parents: &[ObjectId],
+        message: &str,
+    ) -> Result<ObjectId> {
+        let signature = gix::actor::Signature {
+            name: NAME.into(),
+            email: EMAIL.into(),
+            time: gix::date::Time {
+                seconds: commit_time() as i64,
+                offset: 0,
+            },
+        };
+        let commit = gix::objs::Commit {
+            tree,
+            parents: parents.iter().copied().collect(),
+            author: signature.clone(),
+            committer: signature,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        Ok(self
+            .repo
+            .write_object(&commit)
+            .git(|| format!("write a commit in {}", self.git_dir().display()))?
+            .detach())
     }
 
     /// Move the branch to `to` if it still points at `from` (compare and swap).

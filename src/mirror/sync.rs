@@ -8,6 +8,7 @@ use gix::ObjectId;
 
 use super::lock::MirrorLock;
 use super::merge::{Report, merge};
+use super::seal::remote::Sealed;
 use super::{Mirror, git};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -15,9 +16,10 @@ use crate::store::lock::Mode;
 use crate::store::manifest::Manifest;
 
 /// What a sync asks before it sends anything: given every manifest the push would send (each
-/// version of a session the remote's history lacks), refuse with an error, or say how many of
-/// them are worth a note (the sessions that hold secrets, sent anyway).
-pub type Screen<'a> = &'a dyn Fn(&[Manifest]) -> Result<u64>;
+/// version of a session the remote's history lacks) and whether the remote is encrypted, refuse
+/// with an error, or say how many of them are worth a note (the sessions that hold secrets, sent
+/// anyway).
+pub type Screen<'a> = &'a dyn Fn(&[Manifest], bool) -> Result<u64>;
 
 /// What a sync did.
 #[derive(Debug, serde::Serialize)]
@@ -42,22 +44,37 @@ fn hex<S: serde::Serializer>(id: &Option<ObjectId>, s: S) -> std::result::Result
     }
 }
 
-/// Sync `store` with `remote` of the mirror repository at `git_dir`; `on_wait` is called once if
+/// How a sync reaches its remote: which, and the identity file that decrypts it if it is
+/// encrypted (`None`: this machine's).
+pub struct Target<'a> {
+    pub remote: &'a str,
+    pub identity: Option<&'a Path>,
+}
+
+/// Sync `store` with the remote of the mirror repository at `git_dir`; `on_wait` is called once if
 /// another sync, or a git an earlier one started, holds the mirror. `screen` sees what the push
-/// would send before anything is merged: its refusal leaves the store as it was.
+/// would send before anything is merged: its refusal leaves the store as it was. An encrypted
+/// remote (see `seal`) is opened into a plain commit before anything else, so that a file changed
+/// there stops the sync before the screen and the merge.
 pub fn sync(
     store: &Store,
     git_dir: &Path,
-    remote: &str,
+    target: Target<'_>,
     on_wait: impl FnOnce(),
     screen: Screen<'_>,
 ) -> Result<Outcome> {
     Mirror::open_or_init(git_dir)?;
     let _mirror = MirrorLock::take(git_dir, on_wait)?;
-    sync_locked(store, git_dir, remote, screen)
+    sync_locked(store, git_dir, target, screen)
 }
 
-fn sync_locked(store: &Store, git_dir: &Path, remote: &str, screen: Screen<'_>) -> Result<Outcome> {
+fn sync_locked(
+    store: &Store,
+    git_dir: &Path,
+    target: Target<'_>,
+    screen: Screen<'_>,
+) -> Result<Outcome> {
+    let remote = target.remote;
     // Shared, as every writer takes it: gc waits until the store is mirrored and merged.
     let _lock = store.lock(Mode::Shared, || {})?;
     let recorded = Mirror::open(git_dir)?;
@@ -66,14 +83,18 @@ fn sync_locked(store: &Store, git_dir: &Path, remote: &str, screen: Screen<'_>) 
     let fetched = git::fetch(git_dir, remote)?;
     // Reopened: the fetch added a pack that a repository opened before may not look for.
     let mirror = Mirror::open(git_dir)?;
-    let theirs = if fetched {
-        mirror.resolve(&git::tracking_ref(remote))?
-    } else {
-        None
+    let fetched = match fetched {
+        true => mirror.resolve(&git::tracking_ref(remote))?,
+        false => None,
+    };
+    let mut sealed = Sealed::for_remote(&mirror, remote, fetched, target.identity)?;
+    let theirs = match (&mut sealed, fetched) {
+        (Some(sealed), Some(tip)) => Some(sealed.plain_of(&mirror, tip)?),
+        _ => fetched,
     };
     // What is ours alone goes to the remote (a merge only adds what the remote holds already).
     let sessions_with_secrets = match mine {
-        Some(mine) => match manifests_to_send(&mirror, mine, theirs).and_then(|m| screen(&m)) {
+        Some(mine) => match manifests_to_send(&mirror, mine, theirs).and_then(|m| screen(&m, sealed.is_some())) {
             Ok(n) => n,
             Err(e) => {
                 if before != Some(mine) {
@@ -92,7 +113,14 @@ fn sync_locked(store: &Store, git_dir: &Path, remote: &str, screen: Screen<'_>) 
     let mut sessions_pushed = 0;
     if let (Some(commit), true) = (commit, push) {
         sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
-        git::push(git_dir, remote, commit)?;
+        let sent = match &mut sealed {
+            Some(sealed) => sealed.seal_commit(&mirror, commit, fetched)?,
+            None => commit,
+        };
+        git::push(git_dir, remote, sent)?;
+    }
+    if let Some(sealed) = &sealed {
+        sealed.save()?;
     }
     git::pack(git_dir)?;
     Ok(Outcome {
@@ -192,6 +220,7 @@ pub fn clone(
     store: &Store,
     git_dir: &Path,
     url: &str,
+    identity: Option<&Path>,
     on_wait: impl FnOnce(),
     screen: Screen<'_>,
 ) -> Result<Outcome> {
@@ -217,5 +246,9 @@ pub fn clone(
         Some(_) => {}
         None => git::remote_add(git_dir, "origin", url)?,
     }
-    sync_locked(store, git_dir, "origin", screen)
+    let origin = Target {
+        remote: "origin",
+        identity,
+    };
+    sync_locked(store, git_dir, origin, screen)
 }

@@ -1,6 +1,7 @@
 //! The secret scan before a push: the sessions a sync is about to send are scanned (what was
 //! scanned before is remembered), and a push to a remote that would read them in clear is
-//! refused while any holds a secret, unless the person said to send them anyway.
+//! refused while any holds a secret, unless the person said to send them anyway. A push to an
+//! encrypted remote sends them, and counts them.
 
 use std::collections::BTreeSet;
 
@@ -21,8 +22,14 @@ pub enum Policy {
 /// The screen of a sync from `store` (see [`crate::mirror::sync::Screen`]): how many of the
 /// sessions `manifests` name hold secrets, or the refusal. A session the store can no longer read
 /// (taken out and its objects collected since an earlier mirror commit that holds it) is refused
-/// too: what cannot be scanned is not sent unless the person says so.
-pub fn screen(store: &Store, policy: Policy, manifests: &[Manifest]) -> Result<u64> {
+/// too: what cannot be scanned is not sent unless the person says so. To an `encrypted` remote
+/// everything is sent: the host cannot read it.
+pub fn screen(
+    store: &Store,
+    policy: Policy,
+    manifests: &[Manifest],
+    encrypted: bool,
+) -> Result<u64> {
     let remembered = Remembered::load(store);
     let findings = remembered.findings_each(store, manifests);
     remembered.save(store)?;
@@ -41,7 +48,7 @@ pub fn screen(store: &Store, policy: Policy, manifests: &[Manifest]) -> Result<u
             Err(e) => return Err(e),
         }
     }
-    if (holding.is_empty() && unread.is_empty()) || policy == Policy::Send {
+    if (holding.is_empty() && unread.is_empty()) || policy == Policy::Send || encrypted {
         return Ok(holding.len() as u64);
     }
     let mut why = Vec::new();
