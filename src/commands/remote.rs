@@ -9,7 +9,7 @@ use crate::commands::mirror::GitArgs;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::mirror::seal::canonical;
-use crate::mirror::seal::remote::{configured, configure, identities, rekey};
+use crate::mirror::seal::remote::{configure, configured, identities, rekey};
 use crate::mirror::{Mirror, git};
 
 /// Add, remove or list the git remotes the store syncs with
@@ -219,10 +219,14 @@ impl RemoteArgs {
         let listed = now.contains(&recipient);
         let new: Vec<Recipient> = match (adding, listed) {
             (true, true) => {
-                return Err(Error::refused(format!("{recipient} is a recipient of {name} already")));
+                return Err(Error::refused(format!(
+                    "{recipient} is a recipient of {name} already"
+                )));
             }
             (false, false) => {
-                return Err(Error::not_found(format!("{recipient} is no recipient of {name}")));
+                return Err(Error::not_found(format!(
+                    "{recipient} is no recipient of {name}"
+                )));
             }
             (true, false) => now.into_iter().chain([recipient.clone()]).collect(),
             (false, true) => now.into_iter().filter(|r| r != &recipient).collect(),
@@ -235,7 +239,9 @@ impl RemoteArgs {
         let wait = || io.note("waiting for another sync (or a git it started) to finish…");
         match rekey(&git_dir, name, new, !adding, identity.as_deref(), wait)? {
             Some(commit) => io.note(format_args!("re-encrypted {name} and pushed {commit}")),
-            None => io.note(format_args!("{name} holds nothing yet: recipients changed here")),
+            None => io.note(format_args!(
+                "{name} holds nothing yet: recipients changed here"
+            )),
         }
         Ok(Status::Success)
     }

@@ -101,7 +101,7 @@ impl Command for SyncArgs {
         let outcome = sync(&store, &dir, target, wait, &|m, encrypted| {
             screen(&store, policy, m, encrypted)
         })
-            .map_err(|e| e.context(format_args!("sync with {remote}")))?;
+        .map_err(|e| e.context(format_args!("sync with {remote}")))?;
         report(io, &outcome, self.json)
     }
 }
@@ -127,7 +127,8 @@ fn default_remote(mirror: &Mirror) -> Result<String> {
 /// The store (created when missing) must hold no session yet; its mirror repository gets URL as
 /// remote `origin` and `ctxfold sync origin` runs, fetching and verifying everything, and noting
 /// on stderr each session `ctxfold restore` will not place without --to (see ctxfold-sync). A
-/// `sync` into an empty store does the same with a remote added by hand. An encrypted remote is
+/// `sync` into an empty store does the same with a remote added by hand. A clone that fails into a
+/// store it created removes it again. An encrypted remote is
 /// recognised as such and decrypted with this machine's age identity or the one --identity names
 /// (see ctxfold-sync); its recipients become the ones this machine encrypts it to.
 #[derive(Debug, clap::Parser)]
@@ -153,13 +154,30 @@ pub struct CloneArgs {
 
 impl Command for CloneArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
+        let path = self.store.path()?;
+        let created = !path.exists();
         let store = self.store.init()?;
         let wait = || io.note("waiting for another sync (or a git it started) to finish…");
         // An empty store has nothing of its own to send: nothing to allow.
         let refuse = &|m: &[_], encrypted| screen(&store, Policy::Refuse, m, encrypted);
         let dir = self.git.dir(&store);
-        let outcome = clone(&store, &dir, &self.url, self.identity.as_deref(), wait, refuse)
-            .map_err(|e| e.context(format_args!("clone {}", self.url)))?;
+        let outcome = clone(
+            &store,
+            &dir,
+            &self.url,
+            self.identity.as_deref(),
+            wait,
+            refuse,
+        )
+        .map_err(|e| {
+            // A store this clone made and could not fill goes: a failed clone writes nothing.
+            // Only one it made (nothing else knew its path before), and never one that was
+            // there before.
+            if created {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            e.context(format_args!("clone {}", self.url))
+        })?;
         report(io, &outcome, self.json)
     }
 }

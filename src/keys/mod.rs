@@ -123,7 +123,10 @@ mod tests {
         assert_eq!(loaded[0].to_public().to_string(), recipient.to_string());
         let again = create(&path, false).unwrap_err();
         assert_eq!(again.status(), crate::error::Status::Refused);
-        assert_eq!(load(&path).unwrap()[0].to_public().to_string(), recipient.to_string());
+        assert_eq!(
+            load(&path).unwrap()[0].to_public().to_string(),
+            recipient.to_string()
+        );
         let forced = create(&path, true).unwrap();
         assert_ne!(forced.to_string(), recipient.to_string());
         assert!(parse_recipient("age1nope").is_err());

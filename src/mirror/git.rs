@@ -121,7 +121,11 @@ pub fn set_config_values(git_dir: &Path, key: &str, values: &[String]) -> Result
         return Err(failure(&format!("unset {key}"), &output));
     }
     for value in values {
-        run_ok(git_dir, &format!("set {key}"), ["config", "--add", key, value])?;
+        run_ok(
+            git_dir,
+            &format!("set {key}"),
+            ["config", "--add", key, value],
+        )?;
     }
     Ok(())
 }

@@ -94,7 +94,9 @@ fn sync_locked(
     };
     // What is ours alone goes to the remote (a merge only adds what the remote holds already).
     let sessions_with_secrets = match mine {
-        Some(mine) => match manifests_to_send(&mirror, mine, theirs).and_then(|m| screen(&m, sealed.is_some())) {
+        Some(mine) => match manifests_to_send(&mirror, mine, theirs)
+            .and_then(|m| screen(&m, sealed.is_some()))
+        {
             Ok(n) => n,
             Err(e) => {
                 if before != Some(mine) {

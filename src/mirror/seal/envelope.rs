@@ -40,7 +40,10 @@ pub fn seal(recipients: &[Recipient], path: &str, bytes: &[u8]) -> Result<Vec<u8
 }
 
 /// Open a sealed file: its plain path and bytes.
-pub fn open(identities: &[Identity], sealed: &[u8]) -> std::result::Result<(String, Vec<u8>), Unopened> {
+pub fn open(
+    identities: &[Identity],
+    sealed: &[u8],
+) -> std::result::Result<(String, Vec<u8>), Unopened> {
     let plain = decrypt(identities, sealed)?;
     let forged = |why: &str| Unopened::Forged(why.to_string());
     let newline = memchr::memchr(b'\n', &plain).ok_or_else(|| forged("no path"))?;
@@ -59,7 +62,8 @@ pub fn encrypt(recipients: &[Recipient], plain: &[u8]) -> Result<Vec<u8>> {
     let encryptor = age::Encryptor::with_recipients(recipients.iter().map(|r| r as _))
         .map_err(|e| Error::usage(format!("encrypt: {e}")))?;
     // age's overhead: a header of ~100 bytes a recipient, 16 bytes a 64 KiB chunk.
-    let mut sealed = Vec::with_capacity(plain.len() + plain.len() / 4096 + 128 * recipients.len() + 128);
+    let mut sealed =
+        Vec::with_capacity(plain.len() + plain.len() / 4096 + 128 * recipients.len() + 128);
     let system = |e| Error::system("encrypt", e);
     let mut writer = encryptor.wrap_output(&mut sealed).map_err(system)?;
     writer.write_all(plain).map_err(system)?;
@@ -95,7 +99,10 @@ mod tests {
         let (us, them) = (Identity::generate(), Identity::generate());
         let sealed = seal(&[us.to_public()], "manifests/s1.json", b"{\"x\":1}").unwrap();
         let (path, bytes) = open(std::slice::from_ref(&us), &sealed).unwrap();
-        assert_eq!((path.as_str(), bytes.as_slice()), ("manifests/s1.json", b"{\"x\":1}".as_slice()));
+        assert_eq!(
+            (path.as_str(), bytes.as_slice()),
+            ("manifests/s1.json", b"{\"x\":1}".as_slice())
+        );
         assert!(matches!(open(&[them], &sealed), Err(Unopened::NotForUs)));
         // (A byte of our stanza in the header would read as "not for us": the caller tells them
         // apart by the recipients the remote names, see `header`.)
@@ -103,7 +110,10 @@ mod tests {
             let mut changed = sealed.clone();
             changed[at] ^= 1;
             assert!(
-                matches!(open(std::slice::from_ref(&us), &changed), Err(Unopened::Forged(_))),
+                matches!(
+                    open(std::slice::from_ref(&us), &changed),
+                    Err(Unopened::Forged(_))
+                ),
                 "byte {at}"
             );
         }

@@ -19,7 +19,10 @@ pub fn write(keyring: &Keyring) -> Result<(Vec<u8>, Vec<u8>)> {
     let listed = listing(&keyring.recipients);
     let hex: String = keyring.secret.iter().map(|b| format!("{b:02x}")).collect();
     let plain = format!("{MAGIC}\n{hex}\n{listed}");
-    Ok((listed.into_bytes(), encrypt(&keyring.recipients, plain.as_bytes())?))
+    Ok((
+        listed.into_bytes(),
+        encrypt(&keyring.recipients, plain.as_bytes())?,
+    ))
 }
 
 /// The recipients a `recipients` file names (a file that does not parse is corrupt).
@@ -29,7 +32,9 @@ pub fn recipients(listed: &[u8]) -> Result<Vec<Recipient>> {
     text.lines()
         .map(|line| {
             parse_recipient(line).map_err(|_| {
-                Error::corrupt(format!("the remote's recipients file names {line:?}, no recipient"))
+                Error::corrupt(format!(
+                    "the remote's recipients file names {line:?}, no recipient"
+                ))
             })
         })
         .collect()
@@ -38,7 +43,10 @@ pub fn recipients(listed: &[u8]) -> Result<Vec<Recipient>> {
 /// Open the header with this machine's `identities`.
 pub fn open(identities: &[Identity], listed: &[u8], key: &[u8]) -> Result<Keyring> {
     let named = recipients(listed)?;
-    let ours: Vec<String> = identities.iter().map(|i| i.to_public().to_string()).collect();
+    let ours: Vec<String> = identities
+        .iter()
+        .map(|i| i.to_public().to_string())
+        .collect();
     let changed = |why: &str| Error::corrupt(format!("the remote's {}: {why}", super::KEY));
     let plain = match decrypt(identities, key) {
         Ok(plain) => plain,
@@ -53,7 +61,9 @@ pub fn open(identities: &[Identity], listed: &[u8], key: &[u8]) -> Result<Keyrin
             )));
         }
         Err(Unopened::NotForUs) => return Err(changed("it fails authentication")),
-        Err(Unopened::Forged(why)) => return Err(changed(&format!("fails authentication ({why})"))),
+        Err(Unopened::Forged(why)) => {
+            return Err(changed(&format!("fails authentication ({why})")));
+        }
     };
     let text = std::str::from_utf8(&plain).map_err(|_| changed("not text"))?;
     let mut lines = text.lines();

@@ -135,7 +135,11 @@ impl Ledger {
         }
         let mut text = format!("{}\n", self.keyring);
         for (sealed, plain) in &self.opened {
-            let kind = if plain.kind == EntryKind::Tree { 't' } else { 'b' };
+            let kind = if plain.kind == EntryKind::Tree {
+                't'
+            } else {
+                'b'
+            };
             let _ = writeln!(text, "f {sealed} {kind} {} {}", plain.oid, plain.path);
         }
         for (sealed, plain) in &self.commits {

@@ -145,7 +145,8 @@ impl Sealed {
             .iter()
             .filter_map(|p| self.ledger.plain_commit(p))
             .collect();
-        let plain = mirror.write_commit(tree, &parents, "ctxfold: opened from an encrypted remote\n")?;
+        let plain =
+            mirror.write_commit(tree, &parents, "ctxfold: opened from an encrypted remote\n")?;
         self.ledger.remember_commit(sealed, plain);
         Ok(plain)
     }
@@ -158,8 +159,7 @@ impl Sealed {
         parent: Option<ObjectId>,
     ) -> Result<ObjectId> {
         let known = self.ledger.sealed_commit(&plain).filter(|c| {
-            mirror.repo().has_object(c)
-                && parents(mirror, *c).is_ok_and(|p| p == parent.as_slice())
+            mirror.repo().has_object(c) && parents(mirror, *c).is_ok_and(|p| p == parent.as_slice())
         });
         if let Some(sealed) = known {
             return Ok(sealed);

@@ -48,10 +48,7 @@ pub fn seal_tree(
             oid,
         });
     }
-    let mut root = vec![
-        blob_entry(RECIPIENTS, header.0),
-        blob_entry(KEY, header.1),
-    ];
+    let mut root = vec![blob_entry(RECIPIENTS, header.0), blob_entry(KEY, header.1)];
     for (dir, entries) in dirs {
         root.push(Entry {
             mode: EntryKind::Tree.into(),

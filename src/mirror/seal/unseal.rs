@@ -25,7 +25,9 @@ pub fn open_header(mirror: &Mirror, tree: ObjectId, identities: &[Identity]) -> 
         let entry = root
             .get(name.as_bytes())
             .filter(|e| e.mode.is_blob())
-            .ok_or_else(|| Error::corrupt(format!("the remote's encrypted branch has no {name}")))?;
+            .ok_or_else(|| {
+                Error::corrupt(format!("the remote's encrypted branch has no {name}"))
+            })?;
         Ok(mirror.read_file(entry.oid)?.unwrap_or_default())
     };
     super::header::open(identities, &file(RECIPIENTS)?, &file(KEY)?)
@@ -52,12 +54,16 @@ pub fn unseal_tree(
             continue;
         }
         if !entry.mode.is_tree() || dir.len() != 2 {
-            return Err(Error::corrupt(format!("the remote holds {dir}, no sealed file")));
+            return Err(Error::corrupt(format!(
+                "the remote holds {dir}, no sealed file"
+            )));
         }
         for (rest, entry) in mirror.entries(Some(entry.oid))? {
             let at = format!("{dir}/{}", rest.to_str_lossy());
             // A blob opened before holds what it held then (its id is its content's hash).
-            let known = ledger.opened(&entry.oid).filter(|p| mirror.repo().has_object(p.oid));
+            let known = ledger
+                .opened(&entry.oid)
+                .filter(|p| mirror.repo().has_object(p.oid));
             if let Some(plain) = known {
                 files.push(checked(keyring, &at, plain.clone())?);
                 continue;
