@@ -279,6 +279,17 @@ fn an_encrypted_remote_holds_nothing_readable_and_clones_for_its_recipients_only
         assert!(named || hashed, "{path}");
     }
     assert_eq!(w.text(&["show", "ctxfold:recipients"]), recipient);
+    // The identity is a standard age identity file: age itself (when installed) reads it.
+    if common::which("age").is_some() {
+        let sealed = w.env.path("key.age");
+        fs::write(&sealed, w.git(&["show", "ctxfold:key.age"])).unwrap();
+        let identity = a.config.join("ctxfold/identity.txt");
+        let mut cmd = w.env.command_for("age");
+        cmd.arg("-d").arg("-i").arg(&identity).arg(&sealed);
+        let opened = Env::output(cmd, b"").ok();
+        assert!(opened.stdout.starts_with(b"ctxfold sealed remote v1\n"));
+        fs::remove_file(&sealed).unwrap();
+    }
 
     // A second sync with nothing new pushes nothing.
     let head = w.text(&["rev-parse", "ctxfold"]);

@@ -18,12 +18,12 @@
 //! What the host still sees: the number of files, their sizes (zstd-compressed where the plain file
 //! was not compressed already), and the commit times.
 
+pub mod close;
 pub mod envelope;
 pub mod header;
 pub mod ledger;
 pub mod names;
 pub mod remote;
-pub mod seal;
 pub mod unseal;
 
 use age::x25519::Recipient;

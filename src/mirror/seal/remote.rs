@@ -16,7 +16,7 @@ use age::x25519::{Identity, Recipient};
 use gix::ObjectId;
 
 use super::ledger::Ledger;
-use super::seal::{seal_tree, write_header};
+use super::close::{seal_tree, write_header};
 use super::unseal::{is_sealed, open_header, unseal_tree};
 use super::{KEY, Keyring, RECIPIENTS, canonical};
 use crate::error::{Error, Result};
@@ -111,12 +111,14 @@ impl Sealed {
                 names(&configured)
             )));
         }
+        // Kept as they are: the next commit sealed on this one changes no header blob.
         let root = mirror.entries(Some(tree))?;
-        let blob = |name: &str| root.get(name.as_bytes()).map(|e| e.oid);
-        let header = match (blob(RECIPIENTS), blob(KEY)) {
-            (Some(listed), Some(key)) => (listed, key),
-            _ => unreachable!("open_header read both"),
+        let blob = |name: &str| {
+            root.get(name.as_bytes())
+                .map(|e| e.oid)
+                .ok_or_else(|| Error::corrupt(format!("{remote} has no {name}")))
         };
+        let header = (blob(RECIPIENTS)?, blob(KEY)?);
         let ledger = Ledger::load(git_dir, remote, &keyring);
         Ok(Some(Self {
             identities,
