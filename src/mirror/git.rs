@@ -211,10 +211,16 @@ pub fn push(git_dir: &Path, remote: &str, commit: ObjectId) -> Result<()> {
     run_ok(
         git_dir,
         &format!("push to {remote} (if it moved on meanwhile, sync again)"),
-        ["push", "--quiet", remote, &refspec],
+        ["-c", NO_DELTAS_OVER, "push", "--quiet", remote, &refspec],
     )?;
     Ok(())
 }
+
+/// Blobs over 1 MiB are packed without looking for deltas: they are zstd (packs, objects) or
+/// encrypted, in which no delta finds anything, and the search over them took most of a sync's
+/// time (8 s of a 68 MB store's repack, against 1.5 s without it). Manifests, which delta well, stay
+/// under it.
+const NO_DELTAS_OVER: &str = "core.bigFileThreshold=1m";
 
 /// Loose objects past which a sync packs the mirror: a commit of thousands of sessions writes as
 /// many loose files, which took as much room again as the store.
@@ -239,8 +245,12 @@ pub fn pack(git_dir: &Path) -> Result<()> {
             .unwrap_or(0)
     };
     let args: &[&str] = match (field("count:"), field("packs:")) {
-        (_, packs) if packs > PACKS_TO_REPACK => &["repack", "-a", "-d", "-q"],
-        (loose, _) if loose > LOOSE_OBJECTS_TO_PACK => &["repack", "-d", "-q"],
+        (_, packs) if packs > PACKS_TO_REPACK => {
+            &["-c", NO_DELTAS_OVER, "repack", "-a", "-d", "-q"]
+        }
+        (loose, _) if loose > LOOSE_OBJECTS_TO_PACK => {
+            &["-c", NO_DELTAS_OVER, "repack", "-d", "-q"]
+        }
         _ => return Ok(()),
     };
     run_ok(git_dir, "pack the mirror", args)?;

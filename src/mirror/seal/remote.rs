@@ -15,8 +15,8 @@ use std::path::Path;
 use age::x25519::{Identity, Recipient};
 use gix::ObjectId;
 
-use super::ledger::Ledger;
 use super::close::{seal_tree, write_header};
+use super::ledger::Ledger;
 use super::unseal::{is_sealed, open_header, unseal_tree};
 use super::{KEY, Keyring, RECIPIENTS, canonical};
 use crate::error::{Error, Result};
