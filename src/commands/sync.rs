@@ -1,11 +1,11 @@
 //! `ctxfold sync` and `ctxfold clone`: the store merged with a git remote's, both ways.
 
+use std::path::PathBuf;
+
 use crate::cli::human::count;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::mirror::GitArgs;
 use crate::error::{Error, Result};
-use std::path::PathBuf;
-
 use crate::mirror::sync::{Outcome, Target, clone, sync};
 use crate::mirror::{Mirror, git};
 use crate::secrets::gate::{Policy, screen};
@@ -127,8 +127,9 @@ fn default_remote(mirror: &Mirror) -> Result<String> {
 /// The store (created when missing) must hold no session yet; its mirror repository gets URL as
 /// remote `origin` and `ctxfold sync origin` runs, fetching and verifying everything, and noting
 /// on stderr each session `ctxfold restore` will not place without --to (see ctxfold-sync). A
-/// `sync` into an empty store does the same with a remote added by hand. A clone that fails into a
-/// store it created removes it again. An encrypted remote is
+/// `sync` into an empty store does the same with a remote added by hand. A clone refused by the
+/// remote (see ctxfold-sync: no identity for an encrypted one, a file changed there) removes the
+/// store it created; one that failed half-way (the network) is run again. An encrypted remote is
 /// recognised as such and decrypted with this machine's age identity or the one --identity names
 /// (see ctxfold-sync); its recipients become the ones this machine encrypts it to.
 #[derive(Debug, clap::Parser)]
@@ -170,10 +171,11 @@ impl Command for CloneArgs {
             refuse,
         )
         .map_err(|e| {
-            // A store this clone made and could not fill goes: a failed clone writes nothing.
-            // Only one it made (nothing else knew its path before), and never one that was
-            // there before.
-            if created {
+            // A store this clone made goes when the remote refused it (no identity for an
+            // encrypted remote, a file changed there): a refused clone writes nothing. Only
+            // one it made (nothing else knew its path before), never one that was there
+            // before; one that failed half-way (the network, the disk) stays, to be run again.
+            if created && matches!(e.status(), Status::Refused | Status::Corrupt) {
                 let _ = std::fs::remove_dir_all(&path);
             }
             e.context(format_args!("clone {}", self.url))
