@@ -225,21 +225,7 @@ fn session_at<FS: fuser::Filesystem>(
         };
         Error::io(format!("mount ctxfold at{hint}"), dir, e)
     })?;
-    widen_read_ahead(dir);
     Ok(session)
-}
-
-/// The kernel reads ahead 128 KiB at a time in a FUSE mount, so a cold sequential read asks the
-/// daemon for 128 KiB at a time; a wider window is asked for in requests of up to 1 MiB, which
-/// halves the time of a cold read of a session. The knob is the mount's in sysfs, root's to turn:
-/// elsewhere the kernel's default stays.
-fn widen_read_ahead(dir: &Path) {
-    const READ_AHEAD_KIB: &str = "2048";
-    let Ok(dir) = absolute(dir) else { return };
-    if let Some(mounted) = mounts().into_iter().rev().find(|m| m.dir == dir) {
-        let knob = format!("/sys/class/bdi/{}/read_ahead_kb", mounted.device);
-        let _ = std::fs::write(knob, READ_AHEAD_KIB);
-    }
 }
 
 /// The cache of decoded parts a daemon's mounts share. Decoded parts are kept there: the packs' own
@@ -320,8 +306,6 @@ pub struct Mounted {
     pub dir: PathBuf,
     /// The store it shows.
     pub store: PathBuf,
-    /// Its device, `MAJOR:MINOR`.
-    pub device: String,
 }
 
 /// Every mount of ctxfold's on this machine (as this process sees the mount table).
@@ -363,7 +347,6 @@ fn parse_mountinfo(line: &str) -> Option<Mounted> {
     Some(Mounted {
         dir: PathBuf::from(unescape(fields.get(4)?)),
         store: PathBuf::from(store),
-        device: fields.get(2)?.to_string(),
     })
 }
 
@@ -413,7 +396,6 @@ mod tests {
             Some(Mounted {
                 dir: PathBuf::from("/home/a/my sessions"),
                 store: PathBuf::from("/home/a/.local/share/ctxfold"),
-                device: "0:40".into(),
             })
         );
         let other = "22 1 8:1 / / rw - ext4 /dev/sda1 rw";
