@@ -53,6 +53,19 @@ fn some_object(env: &Env, id: &str, part: usize) -> (String, PathBuf) {
     (sha, path)
 }
 
+/// Take every session out of the store's manifests, loose or packed (by an earlier gc), leaving
+/// their objects unreferenced.
+fn unreference_all(env: &Env) {
+    let manifests = env.store.join("manifests");
+    for (path, _) in Env::snapshot(&manifests) {
+        let top = path.parent() == Some(manifests.as_path());
+        if top && path.is_file() && path.extension().is_some_and(|e| e == "json") {
+            fs::remove_file(path).unwrap();
+        }
+    }
+    let _ = fs::remove_file(manifests.join("packed"));
+}
+
 fn every_session_restores(env: &Env, homes: &Homes) {
     for placed in &homes.sessions {
         let run = env.run("ctxfold-cat-manifest", [&placed.id]).ok();
@@ -472,9 +485,7 @@ fn gc_beside_a_fold_leaves_a_sound_store() {
 fn gc_beside_a_fold_leaves_a_sound_store_in(env: Env, homes: Homes) {
     for round in 0..6 {
         // Unreference everything: the fold that follows reuses the very objects gc wants to remove.
-        for placed in &homes.sessions {
-            fs::remove_file(env.store.join(format!("manifests/{}.json", placed.id))).unwrap();
-        }
+        unreference_all(&env);
         at_once(
             &env,
             &[&["fold", "--apply"], &["gc", "--apply", "--prune=now"]],
@@ -493,9 +504,7 @@ fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it() {
 }
 
 fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it_in(mut env: Env, homes: Homes) {
-    for placed in &homes.sessions {
-        fs::remove_file(env.store.join(format!("manifests/{}.json", placed.id))).unwrap();
-    }
+    unreference_all(&env);
     // Once the first session's objects are written (reused: they are all there, unreferenced),
     // start a gc that would remove every one of them, and go on only once it waits for the lock
     // (or, were the lock not taken, once it has finished).

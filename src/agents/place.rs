@@ -91,7 +91,7 @@ pub struct UnplacedManifest {
 pub fn unplaced_manifests(store: &Store) -> Result<Vec<UnplacedManifest>> {
     let mut found = Vec::new();
     for path in store.manifest_files()? {
-        let Ok(manifest) = Store::load_manifest_file(&path) else {
+        let Ok(manifest) = store.load_manifest_at(&path) else {
             continue;
         };
         if let Err(unplaced) = place(&manifest.session) {

@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use crate::digest::Digest;
 use crate::odb::repack::Repacked;
 use crate::seeds::index;
-use crate::store::gc;
 use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
+use crate::store::{gc, packing};
 
 /// Remove objects no manifest references, and stale temp files (a dry run unless --apply)
 ///
@@ -34,6 +34,13 @@ use crate::store::lock::Mode;
 /// no lock and keeps no grace period: a fold committing between its scan and its deletes loses
 /// objects. This one does not.)
 ///
+/// Loose manifests (manifests/<id>.json, and generations) are packed: each kept byte for byte as an
+/// object, packed beside its session's objects, and named in the table manifests/packed (as git
+/// packs refs into packed-refs); the loose file goes once both are durable. Every command reads
+/// both forms, and a loose manifest written later (by fold, write-manifest, a sync, the reference
+/// implementation) stands over a packed one of the same session. `ctxfold unpack` writes them back
+/// as loose files; `ctxfold-cat-manifest --manifest` prints one as JSON.
+///
 /// Seed indexes an older ctxfold kept as files (context-fold/<id>/seed-index.jsonl) are moved into
 /// the seed catalog (seeds/catalog.jsonl), where they are packed and compressed with the rest.
 ///
@@ -50,7 +57,8 @@ use crate::store::lock::Mode;
 /// Lines instead, `action` being `removed` or `would_remove`:
 /// `{"type":"generation","action":…,"session":ID,"generation":N,"kept_at":TIME|null,"reason":"grown"|"changed"|null,"path":PATH}`,
 /// `{"type":"object","action":…,"sha256":HEX,"bytes":N|null}` (null: packed),
-/// `{"type":"temp_file","action":…,"path":PATH}`, `{"type":"temp_folder","action":…,"path":PATH}`, then
+/// `{"type":"temp_file","action":…,"path":PATH}`, `{"type":"temp_folder","action":…,"path":PATH}`,
+/// `{"type":"manifests","action":"packed"|"would_pack","manifests":N}`, then
 /// `{"type":"summary","applied":BOOL,"objects":N,"temp_files":N,"generations":N,"referenced_objects":N,"young_objects_kept":N,"packs_rewritten":N,"loose_objects_packed":N,"pack":{"name":…,"objects":N,"bytes":N}|null}`
 /// (`pack`: the pack written, under --apply).
 #[derive(Debug, clap::Parser)]
@@ -107,13 +115,22 @@ impl Command for GcArgs {
             }
         }
         let paths: Vec<PathBuf> = dropping.iter().map(|(_, g)| g.path.clone()).collect();
-        let roots = gc::roots(&store, &paths)?;
+        let mut roots = gc::roots(&store, &paths)?;
+        // Only once every manifest reads (the roots say so): then the roots again, since a packed
+        // manifest's body is one.
+        let manifests = match self.apply {
+            true => packing::pack(&store)?,
+            false => packing::packable(&store)?.len(),
+        };
+        if self.apply && manifests > 0 {
+            roots = gc::roots(&store, &paths)?;
+        }
         let plan = gc::plan(&store, &roots, cutoff, self.aggressive)?;
         let options = store.odb().pack_options(self.aggressive)?;
         let (verb, done) = if self.apply {
             // Generations first: a crash between the two must not leave one naming a removed object.
             let kept: Vec<Generation> = dropping.iter().map(|(_, g)| g.clone()).collect();
-            generations::remove(&kept)?;
+            generations::remove(&store, &kept)?;
             (
                 "removed",
                 Some(gc::apply(&store, &roots, &plan, cutoff, options)?),
@@ -156,6 +173,22 @@ impl Command for GcArgs {
                     "type": "seed_indexes",
                     "action": verb.replace(' ', "_"),
                     "sessions": legacy,
+                }),
+            )?;
+        }
+        if manifests > 0 {
+            let verb = if self.apply { "packed" } else { "would pack" };
+            emit_either(
+                io.out,
+                self.json,
+                format_args!(
+                    "{verb} {} into manifests/packed",
+                    count(manifests as u64, "loose manifest")
+                ),
+                serde_json::json!({
+                    "type": "manifests",
+                    "action": verb.replace(' ', "_"),
+                    "manifests": manifests,
                 }),
             )?;
         }

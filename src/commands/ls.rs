@@ -108,7 +108,7 @@ impl Command for LsArgs {
             if !conflict && path.parent() != Some(store.manifests_dir().as_path()) {
                 continue; // generations/ belong to the reference implementation's filesystem layer
             }
-            let manifest = match Store::load_manifest_file(&path) {
+            let manifest = match store.load_manifest_at(&path) {
                 Ok(manifest) => manifest,
                 Err(e) => {
                     bad += 1;
@@ -225,7 +225,7 @@ fn list_generation(
     generation: &Generation,
     json: bool,
 ) -> Result<u32> {
-    let manifest = match Store::load_manifest_file(&generation.path) {
+    let manifest = match store.load_manifest_at(&generation.path) {
         Ok(manifest) => manifest,
         Err(e) => {
             io.warn(e);

@@ -102,7 +102,7 @@ impl Command for RmArgs {
         }
         for id in &ids {
             let held = held(&store, &catalog, id)?;
-            let gone = gone_source(&held);
+            let gone = gone_source(&store, &held);
             if let Some(source) = &gone {
                 let source = crate::cli::human::path(source);
                 match self.apply {
@@ -154,8 +154,8 @@ impl Command for RmArgs {
 
 /// The source the session was folded from, when it is no longer there (nor compressed beside):
 /// the store's copy is then the only one. `None` when there is no manifest to say where it was.
-fn gone_source(held: &Held) -> Option<PathBuf> {
-    let manifest = Store::load_manifest_file(held.manifest.as_ref()?).ok()?;
+fn gone_source(store: &Store, held: &Held) -> Option<PathBuf> {
+    let manifest = store.load_manifest_at(held.manifest.as_ref()?).ok()?;
     match file_of(&manifest) {
         Some(_) => None,
         None => Some(PathBuf::from(manifest.session.rollout_path)),
@@ -164,7 +164,7 @@ fn gone_source(held: &Held) -> Option<PathBuf> {
 
 /// What the store holds of session `id`.
 fn held(store: &Store, catalog: &Catalog, id: &str) -> Result<Held> {
-    let manifest = Some(store.manifest_path(id)).filter(|p| p.exists());
+    let manifest = Some(store.manifest_path(id)).filter(|_| store.has_manifest(id));
     let generations = generations::list(store, id)?;
     let conflicts = conflicts_of(store, id)?;
     let extension_dir = Some(store.context_fold_dir().join(id)).filter(|p| p.exists());
@@ -196,7 +196,7 @@ fn conflicts_of(store: &Store, id: &str) -> Result<Vec<PathBuf>> {
 /// Remove what `held` lists: the manifest last, so that an interrupted rm leaves the session
 /// listed (and `rm` again finishes it) rather than hidden leftovers.
 fn remove(store: &Store, id: &str, held: &Held) -> Result<()> {
-    generations::remove(&held.generations)?;
+    generations::remove(store, &held.generations)?;
     for conflict in &held.conflicts {
         remove_if_present(conflict)?;
         sync_parent(conflict)?;
@@ -211,8 +211,7 @@ fn remove(store: &Store, id: &str, held: &Held) -> Result<()> {
     }
     index::forget(store, id)?;
     if let Some(manifest) = &held.manifest {
-        remove_if_present(manifest)?;
-        sync_parent(manifest)?;
+        store.remove_manifests(std::slice::from_ref(manifest))?;
     }
     Ok(())
 }

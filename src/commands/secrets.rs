@@ -114,7 +114,7 @@ fn every_folded(store: &Store) -> Result<Vec<(String, Vec<Finding>)>> {
         .manifest_files()?
         .iter()
         .filter(|p| p.parent() == Some(store.manifests_dir().as_path()))
-        .map(|p| Store::load_manifest_file(p))
+        .map(|p| store.load_manifest_at(p))
         .collect::<Result<Vec<_>>>()?;
     folded(store, manifests)
 }

@@ -4,7 +4,6 @@ use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::error::{Cause, Result};
 use crate::seeds::facts::FactsCache;
 use crate::seeds::index_folded_session;
-use crate::store::Store;
 use crate::store::lock::Mode;
 
 /// Index folded sessions into the store's seed index
@@ -48,7 +47,7 @@ impl Command for SeedsArgs {
                 .manifest_files()?
                 .iter()
                 .filter(|p| p.parent() == Some(store.manifests_dir().as_path()))
-                .map(|p| Store::load_manifest_file(p))
+                .map(|p| store.load_manifest_at(p))
                 .collect::<Result<Vec<_>>>()?,
             false => self
                 .sessions

@@ -421,10 +421,12 @@ impl<'a> Planner<'a> {
             return Ok(());
         }
         let source = remote.source.sha256;
-        if rel.len() > 1 || !local.exists() {
+        // Loose or packed (see `store::named`).
+        let local_exists = self.store.manifest_exists_at(&local)?;
+        if rel.len() > 1 || !local_exists {
             self.sources().verify(&remote, 0).map_err(what)?;
             self.held.insert(held);
-            if local.exists() {
+            if local_exists {
                 return self.conflict(staged, id, source);
             }
             self.steps.push(if rel.len() == 1 {
@@ -465,7 +467,7 @@ impl<'a> Planner<'a> {
     /// Keep a remote manifest beside the local one of its session, under its conflict name.
     fn conflict(&mut self, staged: PathBuf, id: String, source: Digest) -> Result<()> {
         let rel = format!("conflicts/{id}@{}.json", &source.to_hex()[..12]);
-        if !self.store.manifests_dir().join(&rel).exists() {
+        if !(self.store).manifest_exists_at(&self.store.manifests_dir().join(&rel))? {
             self.steps.push(Step::Place {
                 staged,
                 rel,
@@ -658,7 +660,7 @@ fn same_blob(path: &Path, oid: ObjectId) -> Result<bool> {
 fn held_sessions(store: &Store) -> Result<HashSet<(String, Digest)>> {
     let mut held = HashSet::new();
     for path in store.manifest_files()? {
-        let manifest = Store::load_manifest_file(&path)?;
+        let manifest = store.load_manifest_at(&path)?;
         held.insert((manifest.session.id, manifest.source.sha256));
     }
     Ok(held)

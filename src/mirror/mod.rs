@@ -11,6 +11,7 @@
 pub mod cut;
 pub mod git;
 pub mod lock;
+pub mod manifests;
 pub mod merge;
 pub mod private;
 pub mod seal;

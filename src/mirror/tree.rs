@@ -47,7 +47,11 @@ impl Mirror {
                 .filter(|e| e.mode.is_tree())
                 .map(|e| e.oid);
             let dir = store.root().join(name);
-            if let Some(oid) = self.write_dir(&dir, prior, immutable, &dir.join(CURRENT), cap)? {
+            let written = match name {
+                "manifests" => self.write_manifests(store, cap)?,
+                _ => self.write_dir(&dir, prior, immutable, &dir.join(CURRENT), cap)?,
+            };
+            if let Some(oid) = written {
                 entries.push(Entry {
                     mode: EntryKind::Tree.into(),
                     filename: name.into(),

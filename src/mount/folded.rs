@@ -14,7 +14,6 @@ use super::tree::{File, file_of};
 use crate::agents::Agent;
 use crate::agents::place::place;
 use crate::error::Result;
-use crate::files::entry_names;
 use crate::store::Store;
 
 /// How often the manifests' folder is looked at for changes.
@@ -161,12 +160,8 @@ fn read(store: &Store) -> Result<(State, Vec<String>)> {
         ..State::default()
     };
     let mut problems = Vec::new();
-    let manifests = store.manifests_dir();
-    for name in entry_names(&manifests)? {
-        if name.starts_with('.') || !name.ends_with(".json") {
-            continue;
-        }
-        match file_of(&manifests.join(&name)) {
+    for id in store.session_ids()? {
+        match file_of(store, &store.manifest_path(&id)) {
             Ok((manifest, file)) => {
                 if let Ok(placed) = place(&manifest.session) {
                     let files = state.files.entry(placed.agent).or_default();

@@ -244,14 +244,7 @@ fn copies_of(store: &Store, budget: u64) -> Arc<copies::Copies> {
 }
 
 fn count_sessions(store: &Store) -> usize {
-    std::fs::read_dir(store.manifests_dir())
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
+    store.session_ids().map_or(0, |ids| ids.len())
 }
 
 impl Mounting {

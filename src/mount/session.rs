@@ -33,7 +33,7 @@ struct InOrder {
 impl Opened {
     /// The session of the manifest at `path`, its parts' sizes adding up to its source's.
     pub fn open(store: &Store, path: &Path) -> Result<Self> {
-        let manifest = Store::load_manifest_file(path)?;
+        let manifest = store.load_manifest_at(path)?;
         store.odb().check_dictionary(&manifest.settings)?;
         let mut starts = Vec::with_capacity(manifest.parts.len() + 1);
         let mut at = 0u64;

@@ -14,7 +14,6 @@ use std::time::SystemTime;
 use crate::agents::place::place;
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
-use crate::files::entry_names;
 use crate::store::manifest::Manifest;
 use crate::store::{Store, generations};
 
@@ -46,10 +45,12 @@ pub struct Node {
     pub kind: Kind,
 }
 
-/// The manifest at `path`, and its session as a file shows it.
-pub fn file_of(path: &Path) -> Result<(Manifest, File)> {
-    let manifest = Store::load_manifest_file(path)?;
+/// The manifest named `path`, and its session as a file shows it.
+pub fn file_of(store: &Store, path: &Path) -> Result<(Manifest, File)> {
+    let manifest = store.load_manifest_at(path)?;
+    // When it was written: its loose file's mtime, else the table's that packed it.
     let written = std::fs::metadata(path)
+        .or_else(|_| std::fs::metadata(store.packed_path()))
         .and_then(|m| m.modified())
         .with_path("stat", path)?;
     let file = File {
@@ -85,16 +86,9 @@ impl Tree {
         for agent in crate::agents::Agent::ALL {
             tree.dir(ROOT, OsStr::new(agent.id()));
         }
-        let manifests = store.manifests_dir();
-        for name in entry_names(&manifests)? {
-            let Some(id) = name
-                .strip_suffix(".json")
-                .filter(|_| !name.starts_with('.'))
-            else {
-                continue;
-            };
-            let path = manifests.join(&name);
-            let Some((manifest, file)) = tree.read(&path) else {
+        for id in store.session_ids()? {
+            let path = store.manifest_path(&id);
+            let Some((manifest, file)) = tree.read(store, &path) else {
                 continue;
             };
             tree.file(by_id, OsString::from(format!("{id}.jsonl")), file.clone());
@@ -105,7 +99,7 @@ impl Tree {
         }
         for (id, kept) in generations::all(store)? {
             for generation in kept {
-                if let Some((_, file)) = tree.read(&generation.path) {
+                if let Some((_, file)) = tree.read(store, &generation.path) {
                     let name = format!("{id}@{}.jsonl", generation.number);
                     tree.file(by_id, OsString::from(name), file);
                 }
@@ -136,8 +130,8 @@ impl Tree {
     }
 
     /// A manifest and what its file shows; `None` (noted) when it cannot be read.
-    fn read(&mut self, path: &Path) -> Option<(Manifest, File)> {
-        match file_of(path) {
+    fn read(&mut self, store: &Store, path: &Path) -> Option<(Manifest, File)> {
+        match file_of(store, path) {
             Ok(read) => Some(read),
             Err(e) => {
                 self.problems.push(e.to_string());

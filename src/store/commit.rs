@@ -132,12 +132,17 @@ impl Store {
             Replace::Only(_) | Replace::Any => Some(self.lock_file("manifests")?),
         };
         let overwrite = match replace {
+            // A packed one is there as much as a loose one. gc packs under the store lock held
+            // exclusive, so none is packed between this look and the rename.
+            Replace::Nothing if self.packed()?.get(&format!("{session}.json")).is_some() => {
+                return Err(Error::manifest_exists(session));
+            }
             Replace::Nothing => false,
             Replace::Any => true,
-            Replace::Only(source) => match std::fs::read(&target) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-                Err(e) => return Err(e).with_path("read", &target),
-                Ok(there) => {
+            // A loose file is renamed over the one read, or stands over the packed one read.
+            Replace::Only(source) => match self.manifest_bytes_at(&target)? {
+                None => false,
+                Some(there) => {
                     let there = Manifest::from_slice(&there, &target.display().to_string())?;
                     match there.source == source {
                         true => true,

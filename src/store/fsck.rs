@@ -1,4 +1,5 @@
-//! Checking a store: every manifest readable and every object it names present; with `full`, every
+//! Checking a store: every manifest readable (loose or packed: the table of packed manifests
+//! against its bodies) and every object it names present; with `full`, every
 //! pack checked whole (index sorted and consistent with the pack, every block's checksum, every
 //! object's sha256), every loose object and every object of the reference's generation decoded and
 //! re-hashed, and every manifest's reconstruction checked.
@@ -105,8 +106,14 @@ pub fn check(
 ) -> Result<()> {
     let odb = store.odb();
     let mut manifests: Vec<(PathBuf, Manifest)> = Vec::new();
-    for path in store.manifest_files()? {
-        match Store::load_manifest_file(&path) {
+    let bodies = check_packed(store, report)?;
+    // A table that does not read names no manifest fsck could check: the loose ones are.
+    let files = match store.packed() {
+        Ok(_) => store.manifest_files()?,
+        Err(_) => store.loose_manifest_files()?,
+    };
+    for path in files {
+        match store.load_manifest_at(&path) {
             Ok(manifest) => manifests.push((path, manifest)),
             Err(e) => report(Finding::BadManifest {
                 path,
@@ -114,8 +121,8 @@ pub fn check(
             })?,
         }
     }
-    // Each referenced object with the size its first manifest gives it.
-    let mut sizes: HashMap<Digest, u64> = HashMap::new();
+    // Each referenced object with the size its first manifest gives it (a packed body's own).
+    let mut sizes: HashMap<Digest, u64> = bodies.into_iter().collect();
     let mut missing: HashSet<Digest> = HashSet::new();
     for (path, manifest) in &manifests {
         // Once per object and manifest, however many parts name it.
@@ -271,4 +278,46 @@ pub fn check(
         }
     }
     Ok(())
+}
+
+/// The table of packed manifests against its bodies; returns each body read, with its size (they
+/// are roots). A body that a loose file stands over is checked here: present, a manifest, of the
+/// session its name says; the others are read as the manifests they are, by [`check`]'s loop,
+/// which reports the same faults.
+fn check_packed(
+    store: &Store,
+    report: &mut dyn FnMut(Finding) -> Result<()>,
+) -> Result<Vec<(Digest, u64)>> {
+    let table = match store.packed() {
+        Ok(table) => table,
+        Err(e) => {
+            report(Finding::BadManifest {
+                path: store.packed_path(),
+                why: e.without_context(),
+            })?;
+            return Ok(Vec::new());
+        }
+    };
+    let mut bodies = Vec::new();
+    for (name, body) in table.iter() {
+        let path = store.manifests_dir().join(name);
+        let read = store.odb().read_to_vec(&body, None);
+        if let Ok(bytes) = &read {
+            bodies.push((body, bytes.len() as u64));
+        }
+        if !path.exists() {
+            continue;
+        }
+        let why = match read.and_then(|bytes| Manifest::from_slice(&bytes, name)) {
+            Err(e) => format!("its packed body {body}: {}", e.without_context()),
+            Ok(m) if super::named::session_of(name) != Some(m.session.id.as_str()) => format!(
+                "{} names body {body} for it, of session {:?}",
+                super::packed::FILE,
+                m.session.id
+            ),
+            Ok(_) => continue,
+        };
+        report(Finding::BadManifest { path, why })?;
+    }
+    Ok(bodies)
 }

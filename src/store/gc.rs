@@ -11,7 +11,8 @@
 //! pack they reuse.
 //!
 //! The roots are every manifest under `manifests/`, its subfolders included (`generations/`,
-//! `conflicts/`), the seed catalog's batches and every registered dictionary. If any manifest or
+//! `conflicts/`), loose or packed (and a packed one's body), the seed catalog's batches and every
+//! registered dictionary. If any manifest or
 //! catalog line cannot be read, nothing is removed: it may name objects that would otherwise look
 //! unreferenced. The
 //! reference implementation's pack generation (`packs/`) is never touched.
@@ -50,12 +51,16 @@ pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<Roots> {
     let mut order = Vec::new();
     let mut files = store.manifest_files()?;
     files.retain(|path| !dropping.contains(path));
+    let table = store.packed()?;
     for path in files {
-        let manifest = Store::load_manifest_file(&path).map_err(|e| {
+        let manifest = store.load_manifest_at(&path).map_err(|e| {
             e.context("gc removes nothing while a manifest is unreadable (see ctxfold fsck)")
         })?;
         let named = manifest.parts.iter().map(|p| p.object.sha256);
-        for digest in named.chain(manifest.settings.dictionary) {
+        // A packed manifest's body goes right after its objects, to be packed beside them.
+        let name = path.strip_prefix(store.manifests_dir()).ok();
+        let body = name.and_then(|n| table.get(n.to_str()?));
+        for digest in named.chain(manifest.settings.dictionary).chain(body) {
             if set.insert(digest) {
                 order.push(digest);
             }

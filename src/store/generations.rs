@@ -1,5 +1,6 @@
 //! Earlier versions of folded sessions, kept so that no fold ever loses one:
-//! `manifests/generations/<session-id>/<kept at>-<reason>-<12 hex>.json`.
+//! `manifests/generations/<session-id>/<kept at>-<reason>-<12 hex>.json`, loose or packed (a
+//! generation's path is its name either way: see `named`).
 //!
 //! Before a fold replaces a session's manifest it keeps the manifest it replaces here, as the
 //! reference implementation keeps its own generations under `manifests/generations/`. gc and fsck
@@ -97,14 +98,22 @@ fn session_dir(store: &Store, id: &str) -> Result<PathBuf> {
 pub fn keep(store: &Store, id: &str, reason: Reason, replaced: &Source) -> Result<Option<PathBuf>> {
     let dir = session_dir(store, id)?;
     let current_path = store.manifest_path(id);
-    let mut file = match fs::File::open(&current_path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+    // The loose file, opened so that it can be linked as the one read; else the packed body.
+    let (bytes, read) = match fs::File::open(&current_path) {
+        Ok(mut file) => {
+            let read = file.metadata().with_path("stat", &current_path)?;
+            let mut bytes = Vec::new();
+            io::Read::read_to_end(&mut file, &mut bytes).with_path("read", &current_path)?;
+            (bytes, Some(read))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match store.manifest_bytes_at(&current_path)? {
+                Some(bytes) => (bytes, None),
+                None => return Ok(None),
+            }
+        }
         Err(e) => return Err(e).with_path("open", &current_path),
     };
-    let read = file.metadata().with_path("stat", &current_path)?;
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut file, &mut bytes).with_path("read", &current_path)?;
     let current = Manifest::from_slice(&bytes, &current_path.display().to_string())?;
     if current.source != *replaced || holds(store, id, &current.source)? {
         return Ok(None);
@@ -117,13 +126,15 @@ pub fn keep(store: &Store, id: &str, reason: Reason, replaced: &Source) -> Resul
         &current.source.sha256.to_hex()[..12]
     );
     let target = dir.join(name);
-    match fs::hard_link(&current_path, &target) {
-        // The file read, unless another fold replaced it meanwhile.
-        Ok(()) if same_file(&target, &read) => return Ok(Some(target)),
-        Ok(()) => remove_if_present(&target)?,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Some(target)),
-        // A filesystem without hard links: a copy.
-        Err(_) => {}
+    if let Some(read) = read {
+        match fs::hard_link(&current_path, &target) {
+            // The file read, unless another fold replaced it meanwhile.
+            Ok(()) if same_file(&target, &read) => return Ok(Some(target)),
+            Ok(()) => remove_if_present(&target)?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Some(target)),
+            // A filesystem without hard links: a copy.
+            Err(_) => {}
+        }
     }
     let mut pending = Pending::new_in(&store.tmp_dir(), ".manifest-")?;
     io::Write::write_all(&mut pending, &bytes).with_path("write", pending.path())?;
@@ -146,7 +157,7 @@ fn holds(store: &Store, id: &str, source: &Source) -> Result<bool> {
             .file_stem()
             .and_then(|s| s.to_str())
             .is_some_and(|s| s.ends_with(hex));
-        if named && Store::load_manifest_file(&generation.path)?.source == *source {
+        if named && store.load_manifest_at(&generation.path)?.source == *source {
             return Ok(true);
         }
     }
@@ -156,7 +167,8 @@ fn holds(store: &Store, id: &str, source: &Source) -> Result<bool> {
 /// The generations of `id`, newest first.
 pub fn list(store: &Store, id: &str) -> Result<Vec<Generation>> {
     let dir = session_dir(store, id)?;
-    let mut names: Vec<String> = entry_names(&dir)?
+    let mut names: Vec<String> = store
+        .manifest_names_in(&format!("generations/{id}"))?
         .into_iter()
         .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
         .collect();
@@ -175,8 +187,20 @@ pub fn list(store: &Store, id: &str) -> Result<Vec<Generation>> {
 /// Every session that has generations, with them (newest first), by id.
 pub fn all(store: &Store) -> Result<Vec<(String, Vec<Generation>)>> {
     let mut found = Vec::new();
-    for id in entry_names(&store.generations_dir())? {
-        if check_session_id(&id).is_err() || !store.generations_dir().join(&id).is_dir() {
+    let table = store.packed()?;
+    let packed = (table.iter()).filter_map(|(name, _)| {
+        let rest = name.strip_prefix("generations/")?;
+        Some(rest.split_once('/')?.0.to_string())
+    });
+    let mut ids: Vec<String> = entry_names(&store.generations_dir())?
+        .into_iter()
+        .filter(|id| store.generations_dir().join(id).is_dir())
+        .chain(packed)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        if check_session_id(&id).is_err() {
             continue;
         }
         let generations = list(store, &id)?;
@@ -198,30 +222,22 @@ pub fn prune_grown(store: &Store, id: &str, kept: Option<&Path>) -> Result<Vec<P
         .skip(KEEP_GROWN)
         .filter(|g| Some(g.path.as_path()) != kept)
         .collect();
-    remove(&dropped)?;
+    remove(store, &dropped)?;
     Ok(dropped.into_iter().map(|g| g.path).collect())
 }
 
-/// Remove `generations` (of any sessions), and each session's folder once it is empty.
-pub fn remove(generations: &[Generation]) -> Result<()> {
-    // One removed file per folder, to fsync that folder by.
-    let mut removed: Vec<&Path> = Vec::new();
-    for generation in generations {
-        remove_if_present(&generation.path)?;
-        if !removed
-            .iter()
-            .any(|p| p.parent() == generation.path.parent())
-        {
-            removed.push(&generation.path);
-        }
-    }
-    for path in removed {
-        let dir = path.parent().expect("generations are in a folder");
+/// Remove `generations` (of any sessions), loose or packed, and each session's folder once it
+/// is empty.
+pub fn remove(store: &Store, generations: &[Generation]) -> Result<()> {
+    let paths: Vec<PathBuf> = generations.iter().map(|g| g.path.clone()).collect();
+    store.remove_manifests(&paths)?;
+    let mut dirs: Vec<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
+    dirs.dedup();
+    for dir in dirs {
         // A folder that still holds something (another tool's file, a generation kept
         // meanwhile) stays.
-        match fs::remove_dir(dir) {
-            Ok(()) => sync_parent(dir)?,
-            Err(_) => sync_parent(path)?,
+        if fs::remove_dir(dir).is_ok() {
+            sync_parent(dir)?;
         }
     }
     Ok(())
@@ -232,6 +248,17 @@ pub fn remove(generations: &[Generation]) -> Result<()> {
 /// session's id (see [`Store::resolve_session`]). A session whose id itself ends in `@<digits>` is
 /// found by that id first.
 pub fn resolve(store: &Store, spec: &str, generation: Option<usize>) -> Result<Manifest> {
+    let name = resolve_name(store, spec, generation)?;
+    store.manifest_at(&name)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "no folded session {spec:?} in {}",
+            store.root().display()
+        ))
+    })
+}
+
+/// The name (see `named`) of the manifest [`resolve`] reads.
+pub fn resolve_name(store: &Store, spec: &str, generation: Option<usize>) -> Result<PathBuf> {
     let (id, number) = match (generation, spec.rsplit_once('@')) {
         (Some(n), _) => (spec, n),
         (None, Some((id, n)))
@@ -249,11 +276,11 @@ pub fn resolve(store: &Store, spec: &str, generation: Option<usize>) -> Result<M
     // A session kept only as generations is named by its whole id.
     let id = &store.resolve_session_held(id, |id| Ok(!list(store, id)?.is_empty()))?;
     if number == 0 {
-        return store.load_manifest(id);
+        return Ok(store.manifest_path(id));
     }
     let generations = list(store, id)?;
     match generations.get(number - 1) {
-        Some(generation) => Store::load_manifest_file(&generation.path),
+        Some(generation) => Ok(generation.path.clone()),
         None => Err(Error::not_found(format!(
             "session {id:?} has {} kept generations: no {id}@{number} ('ctxfold ls --generations' lists them)",
             generations.len()

@@ -1,5 +1,5 @@
-//! Naming folded sessions: the ids of the sessions a store holds now (`manifests/<id>.json`, not
-//! generations or conflicts), and a session named as git names a commit, by its id or by a unique
+//! Naming folded sessions: the ids of the sessions a store holds now (`manifests/<id>.json`, loose
+//! or packed; not generations or conflicts), and a session named as git names a commit, by its id or by a unique
 //! prefix of it.
 //!
 //! Every command that names a folded session resolves it here, so each takes what the others take
@@ -17,20 +17,25 @@ const SHOWN: usize = 5;
 impl Store {
     /// The ids of the sessions folded in this store, sorted.
     pub fn session_ids(&self) -> Result<Vec<String>> {
-        let mut ids: Vec<String> = entry_names(&self.manifests_dir())?
+        let loose = entry_names(&self.manifests_dir())?
             .into_iter()
             .filter(|name| !name.starts_with('.'))
             .filter_map(|name| name.strip_suffix(".json").map(str::to_string))
-            .filter(|id| check_session_id(id).is_ok() && self.manifest_path(id).is_file())
-            .collect();
+            .filter(|id| check_session_id(id).is_ok() && self.manifest_path(id).is_file());
+        let table = self.packed()?;
+        let packed = (table.iter())
+            .filter_map(|(name, _)| name.strip_suffix(".json").filter(|id| !id.contains('/')))
+            .map(str::to_string);
+        let mut ids: Vec<String> = loose.chain(packed).collect();
         ids.sort();
+        ids.dedup();
         Ok(ids)
     }
 
     /// The folded session `spec` names: its full id, or a prefix of exactly one id.
     pub fn resolve_session(&self, spec: &str) -> Result<String> {
         check_session_id(spec)?;
-        if self.manifest_path(spec).is_file() {
+        if self.has_manifest(spec) {
             return Ok(spec.to_string());
         }
         resolve_prefix(spec, &self.session_ids()?).map_err(|e| match e {

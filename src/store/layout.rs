@@ -1,6 +1,6 @@
 //! Changing how a store's objects are laid out without changing what it holds: repacking every
-//! object into one pack (grouped by session), and unpacking them back into the plain Fold V1
-//! layout of loose files, in place or as a copy elsewhere.
+//! object into one pack (grouped by session), and unpacking them (and packed manifests) back into
+//! the plain Fold V1 layout of loose files, in place or as a copy elsewhere.
 //!
 //! Callers hold the store lock exclusive. Nothing is removed before what replaces it is durable
 //! and checked: a repack's pack is in place before the old packs and loose files go; an unpack
@@ -11,7 +11,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::{Store, gc};
+use super::{Store, gc, packing};
 use crate::error::{Error, IoContext, Result};
 use crate::odb::pack::PackOptions;
 use crate::odb::repack::{Fate, Repacked, Sources, repack};
@@ -38,9 +38,12 @@ pub fn repack_all(store: &Store, options: PackOptions) -> Result<Repacked> {
     )
 }
 
-/// Unpack in place: every object written loose (without a dictionary), every manifest checked to
-/// reconstruct from loose objects alone, then the packs removed.
+/// Unpack in place: every packed manifest written loose (the table then goes), every object
+/// written loose (without a dictionary), every manifest checked to reconstruct from loose objects
+/// alone, then the packs removed.
 pub fn unpack_in_place(store: &Store) -> Result<(Unpacked, usize)> {
+    // The packed manifests written loose first, while their bodies are where the table says.
+    packing::unpack(store, store)?;
     let unpacked = unpack(store.odb(), store.odb())?;
     check_loose(store)?;
     let mut removed = 0;
@@ -67,8 +70,10 @@ pub fn unpack_to(store: &Store, dir: &Path) -> Result<Unpacked> {
             &store.root().join(name),
             &copy.root().join(name),
             &copy.tmp_dir(),
+            &store.packed_path(),
         )?;
     }
+    packing::unpack(store, &copy)?;
     copy.odb().sync()?;
     check_loose(&copy)?;
     Ok(unpacked)
@@ -90,8 +95,8 @@ fn check_loose(store: &Store) -> Result<()> {
 }
 
 /// Copy the files under `from` into `to` (private, each written through `tmp`), skipping temp
-/// files.
-fn copy_tree(from: &Path, to: &Path, tmp: &Path) -> Result<()> {
+/// files and `skip` (the table of packed manifests: the copy gets them loose).
+fn copy_tree(from: &Path, to: &Path, tmp: &Path, skip: &Path) -> Result<()> {
     let entries = match fs::read_dir(from) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -101,12 +106,12 @@ fn copy_tree(from: &Path, to: &Path, tmp: &Path) -> Result<()> {
     for entry in entries {
         let entry = entry.with_path("list", from)?;
         let path = entry.path();
-        if entry.file_name().to_string_lossy().starts_with('.') {
+        if entry.file_name().to_string_lossy().starts_with('.') || path == skip {
             continue;
         }
         let target = to.join(entry.file_name());
         if entry.file_type().with_path("stat", &path)?.is_dir() {
-            copy_tree(&path, &target, tmp)?;
+            copy_tree(&path, &target, tmp, skip)?;
         } else {
             let bytes = fs::read(&path).with_path("read", &path)?;
             crate::files::atomic::write_file(tmp, ".copy-", &target, &bytes, false)?;

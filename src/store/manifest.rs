@@ -9,8 +9,7 @@
 //! by name).
 
 use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -196,51 +195,18 @@ impl Store {
     pub fn load_manifest(&self, id: &str) -> Result<Manifest> {
         super::check_session_id(id)?;
         let path = self.manifest_path(id);
-        match fs::read(&path) {
-            Ok(bytes) => Manifest::from_slice(&bytes, &path.display().to_string()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::not_found(format!(
+        self.manifest_at(&path)?.ok_or_else(|| {
+            Error::not_found(format!(
                 "no folded session {id:?} in {}",
                 self.root().display()
-            ))),
-            Err(e) => Err(e).with_path("read", &path),
-        }
+            ))
+        })
     }
 
-    /// A manifest read from any file.
+    /// A manifest read from any file (not one of the store's: see [`Store::load_manifest_at`]).
     pub fn load_manifest_file(path: &Path) -> Result<Manifest> {
         let bytes = fs::read(path).with_path("read", path)?;
         Manifest::from_slice(&bytes, &path.display().to_string())
-    }
-
-    pub fn has_manifest(&self, id: &str) -> bool {
-        self.manifest_path(id).exists()
-    }
-
-    /// Every manifest file under `manifests/`, its subfolders (`generations/`) included, sorted.
-    pub fn manifest_files(&self) -> Result<Vec<PathBuf>> {
-        let mut found = Vec::new();
-        let mut dirs = vec![self.manifests_dir()];
-        while let Some(dir) = dirs.pop() {
-            let entries = match fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e).with_path("list", &dir),
-            };
-            for entry in entries {
-                let entry = entry.with_path("list", &dir)?;
-                let path = entry.path();
-                let file_type = entry.file_type().with_path("stat", &path)?;
-                if file_type.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "json")
-                    && !entry.file_name().to_string_lossy().starts_with('.')
-                {
-                    found.push(path);
-                }
-            }
-        }
-        found.sort();
-        Ok(found)
     }
 }
 

@@ -3,6 +3,7 @@
 //! ```text
 //! <store>/manifests/<session-id>.json                  fold-v1 manifests
 //! <store>/manifests/generations/<session-id>/…json     earlier versions, kept (see `generations`)
+//! <store>/manifests/packed                             manifests packed by gc: name → body object
 //! <store>/objects/<2 hex>/<sha256>.zst                 immutable zstd objects named by raw sha256
 //! <store>/packs-ctxfold/<sha256>.pack, .idx            packed objects (see `odb`)
 //! <store>/seeds/catalog.jsonl                          where each session's seed index is (objects)
@@ -27,6 +28,9 @@ pub mod ids;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod named;
+pub mod packed;
+pub mod packing;
 pub mod private;
 pub mod reconstruct;
 pub mod restore_temp;
@@ -36,6 +40,7 @@ pub mod writer;
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::files::{create_private_dir, not_a_directory};
@@ -45,6 +50,8 @@ use crate::odb::Odb;
 pub struct Store {
     root: PathBuf,
     odb: Odb,
+    /// The table of packed manifests last read, and which file it was (see `packed`).
+    packed: Arc<Mutex<Option<(packed::Stamp, Arc<packed::Table>)>>>,
 }
 
 impl Store {
@@ -52,7 +59,11 @@ impl Store {
     pub fn at(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         let odb = Odb::at(&root);
-        Self { root, odb }
+        Self {
+            root,
+            odb,
+            packed: Arc::default(),
+        }
     }
 
     /// The store's objects.
@@ -65,6 +76,7 @@ impl Store {
         Store {
             root: self.root.clone(),
             odb: self.odb.loose_only(),
+            packed: self.packed.clone(),
         }
     }
 
@@ -148,7 +160,8 @@ impl Store {
         self.root.join("seeds")
     }
 
-    /// `manifests/<id>.json`, for an id already checked by [`check_session_id`].
+    /// `manifests/<id>.json`, for an id already checked by [`check_session_id`]: the session's
+    /// manifest's name, whether it is loose there or packed (see `named`).
     pub fn manifest_path(&self, id: &str) -> PathBuf {
         self.manifests_dir().join(format!("{id}.json"))
     }

@@ -69,8 +69,9 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
     let mut problems = Vec::new();
     let mut kinds: HashMap<Digest, (PartKind, u64)> = HashMap::new();
     for path in store.manifest_files()? {
-        usage.manifest_bytes += fs::metadata(&path).with_path("stat", &path)?.len();
-        match Store::load_manifest_file(&path) {
+        // A packed manifest's body is an object, counted with the packs.
+        usage.manifest_bytes += fs::metadata(&path).map_or(0, |m| m.len());
+        match store.load_manifest_at(&path) {
             Ok(manifest) => {
                 usage.manifests += 1;
                 usage.logical_bytes += manifest.source.bytes;
@@ -98,6 +99,8 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
         seeds.insert(batch.object);
     }
     usage.seed_objects = seeds.len() as u64;
+    // Packed manifests' bodies are objects that the table refers to.
+    let bodies: HashSet<Digest> = store.packed()?.iter().map(|(_, body)| body).collect();
     for id in index::legacy_sessions(store)? {
         let path = index::legacy_path(store, &id)?;
         usage.seed_index_bytes += fs::metadata(&path).with_path("stat", &path)?.len();
@@ -127,8 +130,10 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
         }
         if seen.insert(digest) {
             usage.objects += 1;
-            usage.unreferenced_objects +=
-                u64::from(!kinds.contains_key(&digest) && !seeds.contains(&digest));
+            usage.unreferenced_objects += u64::from(
+                ![&seeds, &bodies].iter().any(|set| set.contains(&digest))
+                    && !kinds.contains_key(&digest),
+            );
         }
     }
     usage.stored_bytes = usage.loose_bytes + usage.pack_bytes;
