@@ -304,16 +304,40 @@ fn restores_stores_written_by_the_reference_implementation() {
         parts.join(",\n")
     );
     fs::create_dir_all(env.store.join("manifests")).unwrap();
-    fs::write(env.store.join("manifests/ref.json"), manifest).unwrap();
+    fs::write(env.store.join("manifests/ref.json"), &manifest).unwrap();
     let out = env.run("ctxfold-cat-manifest", ["ref"]).ok();
     assert_eq!(out.stdout, whole);
     let target = env.path("r.jsonl");
-    env.run(
-        "ctxfold",
-        ["restore", "ref", "--to", target.to_str().unwrap()],
-    )
-    .ok();
-    assert_eq!(fs::read(target).unwrap(), whole);
+    let restore = || {
+        env.run(
+            "ctxfold",
+            [
+                "restore",
+                "ref",
+                "--to",
+                target.to_str().unwrap(),
+                "--overwrite",
+            ],
+        )
+        .ok();
+        assert_eq!(fs::read(&target).unwrap(), whole);
+    };
+    restore();
+    // gc packs its manifest byte for byte (pretty, with its extra keys), and unpack gives the file
+    // back as the reference wrote it.
+    env.run("ctxfold", ["gc", "--apply", "--prune=now"]).ok();
+    assert!(!env.store.join("manifests/ref.json").exists());
+    let printed = env.run("ctxfold-cat-manifest", ["--json", "ref"]).ok();
+    assert_eq!(printed.stdout, manifest.as_bytes());
+    restore();
+    env.run("ctxfold", ["fsck", "--full"]).ok();
+    env.run("ctxfold", ["unpack"]).ok();
+    assert_eq!(
+        fs::read(env.store.join("manifests/ref.json")).unwrap(),
+        manifest.as_bytes()
+    );
+    assert!(!env.store.join("manifests/packed").exists());
+    restore();
 }
 
 /// The store's packs, by path.

@@ -194,8 +194,12 @@ impl Store {
                     crate::files::remove_if_present(&path)?;
                     crate::files::atomic::sync_parent(&path)?;
                 }
-                false => write_file(&self.tmp_dir(), ".packed-", &path, &table.to_bytes(), true)
-                    .map(drop)?,
+                false => {
+                    // A store the reference implementation wrote has no tmp/.
+                    crate::files::create_private_dir(&self.tmp_dir())?;
+                    write_file(&self.tmp_dir(), ".packed-", &path, &table.to_bytes(), true)
+                        .map(drop)?
+                }
             }
         }
         Ok(answer)

@@ -45,6 +45,8 @@ pub fn pack(store: &Store) -> Result<usize> {
     if loose.is_empty() {
         return Ok(0);
     }
+    // A store the reference implementation wrote has no tmp/, where objects are written first.
+    crate::files::create_private_dir(&store.tmp_dir())?;
     let mut encoder = Encoder::new(DEFAULT_LEVEL)?;
     let mut bodies: Vec<(&str, Digest)> = Vec::with_capacity(loose.len());
     for (name, _, bytes) in &loose {
@@ -95,6 +97,7 @@ pub fn unpack(store: &Store, into: &Store) -> Result<usize> {
             continue;
         };
         crate::files::create_private_dir(target.parent().expect("names are in manifests/"))?;
+        crate::files::create_private_dir(&into.tmp_dir())?;
         write_file(&into.tmp_dir(), ".manifest-", &target, &bytes, false)?;
         written += 1;
     }
