@@ -355,3 +355,37 @@ fn a_packed_store_syncs_as_plain_manifests_and_clones() {
         sound(&env, &homes);
     });
 }
+
+#[test]
+fn a_fold_that_leaves_many_manifests_loose_packs_them() {
+    let env = Env::new();
+    let dir = env.path("many");
+    fs::create_dir_all(&dir).unwrap();
+    let sessions: Vec<(PathBuf, Vec<u8>)> = (0..260)
+        .map(|n| {
+            let path = dir.join(format!("s{n:03}.jsonl"));
+            let bytes = format!("{{\"n\":{n},\"text\":\"session {n}\"}}\n").into_bytes();
+            fs::write(&path, &bytes).unwrap();
+            (path, bytes)
+        })
+        .collect();
+    let (first, rest) = sessions.split_at(200);
+    let paths = |some: &[(PathBuf, Vec<u8>)]| -> Vec<String> {
+        let mut args = vec!["fold".to_string(), "--apply".into(), "-q".into()];
+        args.extend(some.iter().map(|(p, _)| p.display().to_string()));
+        args
+    };
+    // Below the count a fold packs at: loose, as any Fold V1 reader expects them.
+    env.run("ctxfold", paths(first)).ok();
+    assert_eq!(manifest_files(&env.store).len(), 200);
+    env.run("ctxfold", paths(rest)).ok();
+    assert_eq!(manifest_files(&env.store), ["packed"]);
+    let listed = json_lines(&env.run("ctxfold", ["ls", "--json"]).ok().stdout);
+    assert_eq!(listed.len(), sessions.len());
+    for row in listed.iter().step_by(37) {
+        let id = row["id"].as_str().unwrap();
+        let restored = env.run("ctxfold-cat-manifest", [id]).ok().stdout;
+        assert!(sessions.iter().any(|(_, b)| *b == restored), "{id}");
+    }
+    env.run("ctxfold", ["fsck", "--full"]).ok();
+}

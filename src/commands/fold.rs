@@ -53,8 +53,10 @@ use crate::store::writer::WriteStats;
 /// hex>.json, which `ctxfold restore ID@N` brings back (ID@1 is the newest) and `ctxfold ls
 /// --generations` lists. Fold keeps the newest 3 grown generations of a session and drops older
 /// ones (each holds a prefix of a later version, so nothing is lost); a changed generation holds
-/// the only copy of its bytes and stays until `ctxfold gc --prune-generations` or `ctxfold rm`. A
-/// source whose size, mtime, ctime or inode changed while it was read is not committed ("not
+/// the only copy of its bytes and stays until `ctxfold gc --prune-generations` or `ctxfold rm`.
+/// Once 256 or more manifests are loose, --apply packs them at the end (as ctxfold gc does, and
+/// only if no other writer holds the store lock), so that the store's file count does not grow
+/// with its sessions. A source whose size, mtime, ctime or inode changed while it was read is not committed ("not
 /// folded"), and the run ends with status 3.
 ///
 /// A file that is no agent's session must be JSON Lines, its first line that is not blank a
@@ -299,6 +301,10 @@ impl Command for FoldArgs {
         }
         if let Some(merges) = &merges {
             merges.save(&store)?;
+        }
+        if self.apply {
+            drop(_lock);
+            crate::store::packing::pack_auto(&store)?;
         }
         if !quiet {
             totals.emit(io.out, &self)?;

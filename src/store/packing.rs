@@ -2,7 +2,7 @@
 //! generations'; conflicts stay loose), `unpack` writes the packed ones back as loose files.
 //!
 //! Both keep the order that lets a crash anywhere leave every manifest readable, as git's
-//! `pack-refs` does: packing writes each body as an object and makes it durable, then the table
+//! `pack-refs` does: packing writes the bodies as objects of one pack and makes it durable, then the table
 //! naming it, and only then removes the loose file (which stood over the packed one until then);
 //! unpacking writes and fsyncs every loose file before the table goes. The caller holds the store
 //! lock exclusive, so no commit or removal runs between a read and the removal it justifies.
@@ -15,7 +15,22 @@ use super::{Store, packed};
 use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 use crate::files::atomic::{sync_parent, write_file};
-use crate::odb::{DEFAULT_LEVEL, Encoder};
+
+/// How many loose manifests a fold leaves before it packs them (as `git gc --auto` packs loose
+/// objects past a count): the store's file count stays bounded however many sessions it holds.
+pub const AUTO: usize = 256;
+
+/// Pack the loose manifests if there are [`AUTO`] or more and no other writer holds the store
+/// lock (nor waits for it: it is taken only if free); returns how many were packed.
+pub fn pack_auto(store: &Store) -> Result<usize> {
+    if store.loose_manifest_files()?.len() < AUTO {
+        return Ok(0);
+    }
+    match store.try_lock(super::lock::Mode::Exclusive)? {
+        Some(_lock) => pack(store),
+        None => Ok(0),
+    }
+}
 
 /// The loose manifests gc packs, with their names: every one a table may name (a session's, a
 /// generation's) that reads as a manifest. One that does not read stays loose, for fsck to name
@@ -45,16 +60,18 @@ pub fn pack(store: &Store) -> Result<usize> {
     if loose.is_empty() {
         return Ok(0);
     }
-    // A store the reference implementation wrote has no tmp/, where objects are written first.
-    crate::files::create_private_dir(&store.tmp_dir())?;
-    let mut encoder = Encoder::new(DEFAULT_LEVEL)?;
+    // One pack of the bodies not stored yet (not a loose file each), durable once committed.
+    let odb = store.odb();
+    let mut writer = odb.pack_writer(odb.pack_options(false)?)?;
     let mut bodies: Vec<(&str, Digest)> = Vec::with_capacity(loose.len());
     for (name, _, bytes) in &loose {
         let digest = Digest::of(bytes);
-        store.odb().put(&digest, bytes, &mut encoder)?;
+        if odb.reuse(&digest)?.is_none() {
+            writer.add(&digest, bytes)?;
+        }
         bodies.push((name, digest));
     }
-    store.odb().sync()?;
+    odb.commit_pack(writer)?;
     store.change_packed(|table| {
         for (name, digest) in &bodies {
             table.insert(name, *digest)?;
