@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::mirror::sync::{Outcome, Target, clone, sync};
 use crate::mirror::{Mirror, git};
 use crate::secrets::gate::{Policy, screen};
+use crate::store::packing;
 
 /// Sync the store with a git remote: mirror, fetch, merge, commit, push
 ///
@@ -102,6 +103,7 @@ impl Command for SyncArgs {
             screen(&store, policy, m, encrypted)
         })
         .map_err(|e| e.context(format_args!("sync with {remote}")))?;
+        packing::pack_auto(&store)?;
         report(io, &outcome, self.json)
     }
 }
@@ -131,7 +133,8 @@ fn default_remote(mirror: &Mirror) -> Result<String> {
 /// remote (see ctxfold-sync: no identity for an encrypted one, a file changed there) removes the
 /// store it created; one that failed half-way (the network) is run again. An encrypted remote is
 /// recognised as such and decrypted with this machine's age identity or the one --identity names
-/// (see ctxfold-sync); its recipients become the ones this machine encrypts it to.
+/// (see ctxfold-sync); its recipients become the ones this machine encrypts it to. As fold does,
+/// sync and clone pack the store's manifests once 256 or more are loose (see ctxfold gc).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-clone", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct CloneArgs {
@@ -180,6 +183,7 @@ impl Command for CloneArgs {
             }
             e.context(format_args!("clone {}", self.url))
         })?;
+        packing::pack_auto(&store)?;
         report(io, &outcome, self.json)
     }
 }

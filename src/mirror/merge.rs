@@ -710,18 +710,14 @@ fn apply(
         store.odb().register_dictionary(digest)?;
         report.dictionaries_added.push(*digest);
     }
+    let mut commits: Vec<(Manifest, Replace)> = Vec::new();
     for step in steps {
+        if !matches!(step, Step::Commit { .. }) || commits.len() == COMMIT_BATCH {
+            commit_all(store, &mut commits, &mut report)?;
+        }
         match step {
             Step::Commit { staged, replace } => {
-                let manifest: Manifest = Store::load_manifest_file(&staged)?;
-                store.commit_manifest(&manifest, replace)?;
-                let rel = format!("manifests/{}.json", manifest.session.id);
-                report.check_placement(&manifest, rel);
-                let list = match replace {
-                    Replace::Nothing => &mut report.sessions_added,
-                    Replace::Only(_) | Replace::Any => &mut report.sessions_extended,
-                };
-                list.push(manifest.session.id);
+                commits.push((Store::load_manifest_file(&staged)?, replace));
             }
             Step::Place {
                 staged,
@@ -761,5 +757,36 @@ fn apply(
             }
         }
     }
+    commit_all(store, &mut commits, &mut report)?;
     Ok(report)
+}
+
+/// How many sessions' manifests are committed behind one durability barrier (each is a temp file
+/// held open until then).
+const COMMIT_BATCH: usize = 256;
+
+/// Commit `commits` (emptied) behind one durability barrier, as fold commits a group. Each was
+/// reconstructed from the remote's objects while staging (or found to extend the local one,
+/// verified whole), and every object is in place and synced before any step: a commit checks that
+/// its objects are present, and does not read every session back from the store again.
+fn commit_all(
+    store: &Store,
+    commits: &mut Vec<(Manifest, Replace)>,
+    report: &mut Report,
+) -> Result<()> {
+    let staged = (commits.iter())
+        .map(|(manifest, replace)| store.stage_manifest(manifest, *replace))
+        .collect();
+    let results = store.commit_staged(staged)?;
+    for (committed, (manifest, replace)) in results.into_iter().zip(commits.drain(..)) {
+        committed?;
+        let rel = format!("manifests/{}.json", manifest.session.id);
+        report.check_placement(&manifest, rel);
+        let list = match replace {
+            Replace::Nothing => &mut report.sessions_added,
+            Replace::Only(_) | Replace::Any => &mut report.sessions_extended,
+        };
+        list.push(manifest.session.id);
+    }
+    Ok(())
 }

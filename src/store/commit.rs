@@ -255,6 +255,24 @@ mod tests {
     }
 
     #[test]
+    fn a_packed_manifest_is_there_for_a_commit_as_a_loose_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, first) = store_and_manifest(dir.path());
+        commit(&store, &first, Replace::Nothing).unwrap();
+        assert_eq!(crate::store::packing::pack(&store).unwrap(), 1);
+        assert!(!store.manifest_path("s1").exists() && store.has_manifest("s1"));
+        assert_exists(commit(&store, &first, Replace::Nothing).unwrap_err());
+        let mut second = first.clone();
+        second.source.sha256 = Digest::of(b"second");
+        // Replacing what was read: a loose file, over the packed one.
+        assert_exists(commit(&store, &second, Replace::Only(second.source)).unwrap_err());
+        commit(&store, &second, Replace::Only(first.source)).unwrap();
+        assert!(store.manifest_path("s1").exists());
+        assert_eq!(store.load_manifest("s1").unwrap(), second);
+        assert_eq!(temp_files(&store), 0);
+    }
+
+    #[test]
     fn an_error_staging_a_manifest_is_its_result_and_the_others_are_committed() {
         let dir = tempfile::tempdir().unwrap();
         let (store, manifest) = store_and_manifest(dir.path());

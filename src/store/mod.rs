@@ -19,6 +19,7 @@
 //! This module knows nothing of sessions' contents or of ledgers; see `segment` for how bytes
 //! become parts, `odb` for objects and `manifest`, `reconstruct` for the rest of the engine.
 
+pub mod bodies;
 pub mod by_block;
 pub mod commit;
 pub mod fsck;
@@ -52,6 +53,8 @@ pub struct Store {
     odb: Odb,
     /// The table of packed manifests last read, and which file it was (see `packed`).
     packed: Arc<Mutex<Option<(packed::Stamp, Arc<packed::Table>)>>>,
+    /// Packed manifests' bodies read so far (see `bodies`).
+    bodies: Arc<Mutex<bodies::Bodies>>,
 }
 
 impl Store {
@@ -63,6 +66,7 @@ impl Store {
             root,
             odb,
             packed: Arc::default(),
+            bodies: Arc::default(),
         }
     }
 
@@ -77,6 +81,7 @@ impl Store {
             root: self.root.clone(),
             odb: self.odb.loose_only(),
             packed: self.packed.clone(),
+            bodies: self.bodies.clone(),
         }
     }
 

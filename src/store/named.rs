@@ -33,21 +33,21 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_path("read", path),
         }
-        let Some(body) = self
-            .packed_name(path)
-            .and_then(|name| self.packed().map(|t| t.get(&name)).transpose())
-            .transpose()?
-        else {
+        let Some(name) = self.packed_name(path) else {
             return Ok(None);
         };
-        let bytes = self.odb().read_to_vec(&body, None).map_err(|e| {
+        let table = self.packed()?;
+        let Some(body) = table.get(&name) else {
+            return Ok(None);
+        };
+        let bytes = self.packed_body(&table, &name, body).map_err(|e| {
             e.context(format_args!(
                 "{} (packed, in {})",
                 path.display(),
                 packed::FILE
             ))
         })?;
-        Ok(Some(bytes))
+        Ok(Some(bytes.to_vec()))
     }
 
     /// The manifest named `path` (see [`Store::manifest_bytes_at`]).

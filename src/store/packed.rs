@@ -101,6 +101,14 @@ impl Table {
         self.entries.iter().map(|(name, d)| (name.as_str(), *d))
     }
 
+    /// The lines after `name`, in order.
+    pub fn after<'a>(&'a self, name: &str) -> impl Iterator<Item = (&'a str, Digest)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.entries
+            .range::<str, _>((Excluded(name), Unbounded))
+            .map(|(name, d)| (name.as_str(), *d))
+    }
+
     /// The names under `prefix` (`generations/<id>/`), sorted.
     pub fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a str> {
         self.entries
