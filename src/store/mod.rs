@@ -52,7 +52,7 @@ pub struct Store {
     root: PathBuf,
     odb: Odb,
     /// The table of packed manifests last read, and which file it was (see `packed`).
-    packed: Arc<Mutex<Option<(packed::Stamp, Arc<packed::Table>)>>>,
+    packed: Arc<Mutex<Option<packed::Read>>>,
     /// Packed manifests' bodies read so far (see `bodies`).
     bodies: Arc<Mutex<bodies::Bodies>>,
 }

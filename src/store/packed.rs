@@ -42,6 +42,9 @@ pub struct Table {
     entries: BTreeMap<String, Digest>,
 }
 
+/// A table as read, and which file it was read from (what a `Store` keeps).
+pub type Read = (Stamp, Arc<Table>);
+
 /// Which file a cached table was read from: a table is replaced by a rename, never written in
 /// place, so another inode (or size, or mtime) is another table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
