@@ -52,18 +52,27 @@ pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<Roots> {
     let mut files = store.manifest_files()?;
     files.retain(|path| !dropping.contains(path));
     let table = store.packed()?;
+    let mut bodies = Vec::new();
     for path in files {
         let manifest = store.load_manifest_at(&path).map_err(|e| {
             e.context("gc removes nothing while a manifest is unreadable (see ctxfold fsck)")
         })?;
         let named = manifest.parts.iter().map(|p| p.object.sha256);
-        // A packed manifest's body goes right after its objects, to be packed beside them.
-        let name = path.strip_prefix(store.manifests_dir()).ok();
-        let body = name.and_then(|n| table.get(n.to_str()?));
-        for digest in named.chain(manifest.settings.dictionary).chain(body) {
+        for digest in named.chain(manifest.settings.dictionary) {
             if set.insert(digest) {
                 order.push(digest);
             }
+        }
+        let name = path.strip_prefix(store.manifests_dir()).ok();
+        bodies.extend(name.and_then(|n| table.get(n.to_str()?)));
+    }
+    // Packed manifests' bodies together, in the table's order, after every session's objects:
+    // readers take them in that order, many from one block (see `bodies`); placed each beside
+    // its session's objects, a listing of 4,914 sessions after `gc --aggressive` decoded a 4 MiB
+    // block for nearly every one (20 s).
+    for digest in bodies {
+        if set.insert(digest) {
+            order.push(digest);
         }
     }
     let catalog = Catalog::load(store)?;
