@@ -37,9 +37,10 @@ pub const MAX_PACKS: usize = 8;
 /// The objects manifests name, each once, in the order sessions name them, and every root.
 pub struct Roots {
     pub set: HashSet<Digest>,
-    /// Objects in manifest order then part order, then the seed batches in catalog order: what a
-    /// new pack is written in, so that each session's objects sit together and the seed indexes
-    /// (read together by recall, and alike across forks) share blocks.
+    /// Objects in manifest order then part order, then packed manifests' bodies in the table's
+    /// order, then the seed batches in catalog order: what a new pack is written in, so that each
+    /// session's objects sit together, and the bodies, and the seed indexes (read together by
+    /// recall, and alike across forks) share blocks.
     pub order: Vec<Digest>,
 }
 
