@@ -39,7 +39,7 @@ use crate::store::Store;
 const FS_TYPES: [&str; 2] = ["fuse.ctxfold", "fuse"];
 
 /// Decoded parts kept for reads: a few packs' blocks' worth, shared by every mount of a daemon.
-const CACHE_BYTES: usize = 32 << 20;
+const CACHE_BYTES: usize = 16 << 20;
 
 /// Decoded copies of sessions read whole kept at most, on the store's disk, unless told.
 pub const COPIES_BYTES: u64 = 1 << 30;
@@ -231,6 +231,7 @@ fn session_at<FS: fuser::Filesystem>(
 /// The cache of decoded parts a daemon's mounts share. Decoded parts are kept there: the packs' own
 /// cache of decoded blocks need only hold the few a part is read from.
 fn part_cache(store: &Store) -> Arc<session::Cache> {
+    bound_memory();
     store
         .odb()
         .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
@@ -241,6 +242,18 @@ fn part_cache(store: &Store) -> Arc<session::Cache> {
 /// store, on its disk.
 fn copies_of(store: &Store, budget: u64) -> Arc<copies::Copies> {
     Arc::new(copies::Copies::new(store.root(), budget))
+}
+
+/// Keep a daemon's peak memory from depending on which thread decoded what: glibc serves a large
+/// allocation from fresh pages, returned when freed, only up to a threshold it raises to the largest
+/// block freed so far; past that, decoded blocks of megabytes stay in the heap of whichever of the
+/// serving threads freed them (peaks measured between 84 and 125 MiB for the same reads). A fixed
+/// threshold stops the raising.
+fn bound_memory() {
+    // SAFETY: mallopt only sets a tunable of the allocator; called before any thread serves.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
 }
 
 fn count_sessions(store: &Store) -> usize {
