@@ -4,11 +4,12 @@
 //! the speed of the same bytes in a disk filesystem's cache.
 //!
 //! A copy is made of what the reads of a session serve, as they serve it (nothing is decoded
-//! twice): each range is written at its place in an unnamed file (`O_TMPFILE`) on the store's disk,
-//! and once every byte is written the copy is kept. What it holds is exactly what the daemon
-//! served, every byte checked as it was decoded, as the kernel's cache would hold it. Copies are
-//! kept up to a budget of bytes, the least recently opened let go first; being unnamed, they leave
-//! nothing behind when the daemon stops, however it stops.
+//! twice): each range is written at its place in an unnamed file (`O_TMPFILE`) in the folder it is
+//! given (beside the store; under `--agents`, the agent's real folder, where it can become the
+//! real file), and once every byte is written the copy is kept. What it holds is exactly what the
+//! daemon served, every byte checked as it was decoded, as the kernel's cache would hold it. Copies
+//! are kept up to a budget of bytes, the least recently opened let go first; being unnamed, they
+//! leave nothing behind when the daemon stops, however it stops.
 //!
 //! Not for: reading sessions ([`super::session`]) or choosing how an open is read ([`super::modes`]).
 
