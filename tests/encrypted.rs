@@ -27,12 +27,7 @@ struct Machine {
 impl World {
     fn new() -> Self {
         let mut env = Env::new();
-        fs::write(
-            env.home.join(".gitconfig"),
-            "[user]\n\tname = Test\n\temail = test@example.com\n",
-        )
-        .unwrap();
-        env.set("GIT_CONFIG_NOSYSTEM", "1");
+        env.set_git_identity();
         let remote = env.path("remote.git");
         let world = Self { env, remote };
         world.git(&["init", "--quiet", "--bare", world.remote.to_str().unwrap()]);

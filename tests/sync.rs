@@ -20,12 +20,7 @@ struct World {
 impl World {
     fn new() -> Self {
         let mut env = Env::new();
-        fs::write(
-            env.home.join(".gitconfig"),
-            "[user]\n\tname = Test\n\temail = test@example.com\n",
-        )
-        .unwrap();
-        env.set("GIT_CONFIG_NOSYSTEM", "1");
+        env.set_git_identity();
         let world = Self {
             a: env.path("A"),
             b: env.path("B"),

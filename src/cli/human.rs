@@ -78,13 +78,7 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     if text == "now" {
         return Ok(Duration::ZERO);
     }
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: expected `now` or a number with a unit, like 2h"))?;
+    let (number, unit) = number_and_unit(text, "`now` or a number with a unit, like 2h")?;
     let seconds = UNITS
         .iter()
         .find(|(name, _)| *name == unit)
@@ -97,13 +91,7 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
 /// either case, an optional `iB`/`B`: `512M`, `1GiB`). The value parser of every option that takes
 /// a size.
 pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: expected a number of bytes, like 512M or 2G"))?;
+    let (number, unit) = number_and_unit(text, "a number of bytes, like 512M or 2G")?;
     let unit = unit.to_ascii_uppercase();
     let unit = unit
         .strip_suffix("IB")
@@ -120,6 +108,21 @@ pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
     number
         .checked_mul(1 << shift)
         .ok_or_else(|| format!("{text:?}: too large"))
+}
+
+/// `text`'s leading whole number and what follows it; else an error saying `expected`.
+fn number_and_unit<'t>(
+    text: &'t str,
+    expected: &str,
+) -> std::result::Result<(u64, &'t str), String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected {expected}"))?;
+    Ok((number, unit))
 }
 
 /// A duration in the largest unit that divides it (`7d`, `90m`): how [`parse_duration`] reads it.

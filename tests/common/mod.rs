@@ -218,6 +218,16 @@ impl Env {
         self.dir.path().join(name)
     }
 
+    /// A git identity in the home for the commits git makes, and no system-wide git config.
+    pub fn set_git_identity(&mut self) {
+        std::fs::write(
+            self.home.join(".gitconfig"),
+            "[user]\n\tname = Test\n\temail = test@example.com\n",
+        )
+        .unwrap();
+        self.set("GIT_CONFIG_NOSYSTEM", "1");
+    }
+
     /// Set an extra environment variable for every later run.
     pub fn set(&mut self, key: &str, value: impl AsRef<OsStr>) {
         self.extra
