@@ -336,7 +336,7 @@ fn restores_stores_written_by_the_reference_implementation() {
         fs::read(env.store.join("manifests/ref.json")).unwrap(),
         manifest.as_bytes()
     );
-    assert!(!env.store.join("manifests/packed").exists());
+    assert!(!env.store.join("manifests/packed.json").exists());
     restore();
 }
 

@@ -63,7 +63,7 @@ fn unreference_all(env: &Env) {
             fs::remove_file(path).unwrap();
         }
     }
-    let _ = fs::remove_file(manifests.join("packed"));
+    let _ = fs::remove_file(manifests.join("packed.json"));
 }
 
 fn every_session_restores(env: &Env, homes: &Homes) {

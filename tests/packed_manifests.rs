@@ -1,4 +1,4 @@
-//! Packed manifests: gc moves loose manifests into `manifests/packed` and the objects it names,
+//! Packed manifests: gc moves loose manifests into `manifests/packed.json` and the objects it names,
 //! every command reads them there, a loose one stands over a packed one, fsck checks the table,
 //! unpack writes them back loose, and a sync's remote holds them as plain JSON.
 
@@ -67,7 +67,7 @@ fn gc_packs_every_manifest_into_one_table_and_every_command_reads_it() {
         let dry = env.run("ctxfold", ["gc"]).ok();
         assert!(
             dry.stdout_text().contains(&format!(
-                "would pack {} loose manifests into manifests/packed",
+                "would pack {} loose manifests into manifests/packed.json",
                 homes.sessions.len()
             )),
             "{}",
@@ -75,7 +75,7 @@ fn gc_packs_every_manifest_into_one_table_and_every_command_reads_it() {
         );
         assert_eq!(manifest_files(&env.store), loose, "a dry run packs nothing");
         gc(&env);
-        assert_eq!(manifest_files(&env.store), ["packed"]);
+        assert_eq!(manifest_files(&env.store), ["packed.json"]);
         assert_eq!(printed(&env, &homes), before, "byte for byte as committed");
         sound(&env, &homes);
         let placed = &homes.sessions[0];
@@ -105,7 +105,7 @@ fn gc_packs_every_manifest_into_one_table_and_every_command_reads_it() {
             "{}",
             fold.stdout_text()
         );
-        assert_eq!(manifest_files(&env.store), ["packed"]);
+        assert_eq!(manifest_files(&env.store), ["packed.json"]);
     });
 }
 
@@ -128,7 +128,7 @@ fn a_loose_manifest_stands_over_a_packed_one_until_gc_packs_it() {
         assert_eq!(listed.len(), homes.sessions.len(), "listed once");
         env.run("ctxfold", ["fsck", "--full"]).ok();
         gc(&env);
-        assert_eq!(manifest_files(&env.store), ["packed"]);
+        assert_eq!(manifest_files(&env.store), ["packed.json"]);
         let printed = env.run("ctxfold-cat-manifest", ["--json", id]).ok().stdout;
         assert_eq!(printed, loose, "gc packed the loose one, as it was");
         sound(&env, &homes);
@@ -144,7 +144,7 @@ fn generations_are_packed_and_restore_by_number() {
         fs::write(&placed.path, &grown).unwrap();
         env.run("ctxfold", ["fold", "--apply"]).ok();
         gc(&env);
-        assert_eq!(manifest_files(&env.store), ["packed"]);
+        assert_eq!(manifest_files(&env.store), ["packed.json"]);
         let kept = env.run("ctxfold", ["ls", "--generations"]).ok();
         assert!(
             kept.stdout_text().contains(&format!("{}@1", placed.id)),
@@ -191,7 +191,7 @@ fn generations_are_packed_and_restore_by_number() {
 
 /// Rewrite the table's lines with `change` (each `<sha> <name>`).
 fn lie(env: &Env, change: impl Fn(Vec<String>) -> Vec<String>) {
-    let table = env.store.join("manifests/packed");
+    let table = env.store.join("manifests/packed.json");
     let text = fs::read_to_string(&table).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let head = lines.remove(0);
@@ -204,7 +204,7 @@ fn lie(env: &Env, change: impl Fn(Vec<String>) -> Vec<String>) {
 fn fsck_catches_a_table_that_lies() {
     folded_and_packed(|env, homes| {
         gc(&env);
-        let table = env.store.join("manifests/packed");
+        let table = env.store.join("manifests/packed.json");
         let good = fs::read(&table).unwrap();
         let missing = "0".repeat(64);
         // A missing body.
@@ -248,13 +248,13 @@ fn fsck_catches_a_table_that_lies() {
         });
         let run = env.run("ctxfold", ["fsck"]).fails(4);
         assert!(
-            run.stdout_text().contains("manifests/packed:2: "),
+            run.stdout_text().contains("manifests/packed.json:2: "),
             "{}",
             run.stdout_text()
         );
         env.run("ctxfold", ["ls"])
             .fails(4)
-            .one_line_error("manifests/packed:2:");
+            .one_line_error("manifests/packed.json:2:");
         // gc removes nothing while the table lies.
         env.run("ctxfold", ["gc", "--apply", "--prune=now"])
             .fails(4);
@@ -285,7 +285,7 @@ fn unpack_writes_packed_manifests_back_loose() {
         assert_eq!(unpacked(&copy), committed);
         assert_eq!(
             manifest_files(&env.store),
-            ["packed"],
+            ["packed.json"],
             "--to leaves the store as it is"
         );
         env.run("ctxfold", ["unpack"]).ok();
@@ -345,7 +345,7 @@ fn a_packed_store_syncs_as_plain_manifests_and_clones() {
         env.run("ctxfold", ["clone", remote.to_str().unwrap()]).ok();
         sound(&env, &homes);
         gc(&env);
-        assert_eq!(manifest_files(&other), ["packed"]);
+        assert_eq!(manifest_files(&other), ["packed.json"]);
         let sync = env.run("ctxfold", ["sync"]).ok();
         assert!(
             sync.stdout_text().contains("0 sessions added"),
@@ -379,7 +379,7 @@ fn a_fold_that_leaves_many_manifests_loose_packs_them() {
     env.run("ctxfold", paths(first)).ok();
     assert_eq!(manifest_files(&env.store).len(), 200);
     env.run("ctxfold", paths(rest)).ok();
-    assert_eq!(manifest_files(&env.store), ["packed"]);
+    assert_eq!(manifest_files(&env.store), ["packed.json"]);
     let listed = json_lines(&env.run("ctxfold", ["ls", "--json"]).ok().stdout);
     assert_eq!(listed.len(), sessions.len());
     for row in listed.iter().step_by(37) {
@@ -388,4 +388,82 @@ fn a_fold_that_leaves_many_manifests_loose_packs_them() {
         assert!(sessions.iter().any(|(_, b)| *b == restored), "{id}");
     }
     env.run("ctxfold", ["fsck", "--full"]).ok();
+}
+
+/// What a reader of the contract that knows no packed manifests does with `manifests/`: takes
+/// every `*.json` file there for a manifest and refuses to gc while one is not.
+fn contract_manifests_are_all_valid(store: &Path) -> Result<usize, String> {
+    let mut count = 0;
+    for entry in fs::read_dir(store.join("manifests")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if value["version"] != 1 || value["kind"] != "fold-v1" {
+            return Err(format!("{}: not a fold-v1 manifest", path.display()));
+        }
+        count += 1;
+    }
+    Ok(count)
+}
+
+#[test]
+fn an_older_reader_takes_the_table_for_an_invalid_manifest_and_so_will_not_gc() {
+    folded_and_packed(|env, homes| {
+        assert_eq!(
+            contract_manifests_are_all_valid(&env.store),
+            Ok(homes.sessions.len())
+        );
+        gc(&env);
+        let why = contract_manifests_are_all_valid(&env.store).unwrap_err();
+        assert!(why.contains("manifests/packed.json"), "{why}");
+        // Its first line tells the person that reader sends there what it is.
+        let table = fs::read_to_string(env.store.join("manifests/packed.json")).unwrap();
+        let head: serde_json::Value = serde_json::from_str(table.lines().next().unwrap()).unwrap();
+        assert_eq!(head["format"], "ctxfold packed manifests v1");
+        assert!(head["note"].as_str().unwrap().contains("ctxfold unpack"));
+        // So no session can be named as the table is.
+        let file = env.path("packed.jsonl");
+        fs::write(&file, b"{\"a\":1}\n").unwrap();
+        env.run("ctxfold", ["fold", "--apply", file.to_str().unwrap()])
+            .fails(3)
+            .one_line_error("\"packed\": it is reserved");
+        assert_eq!(manifest_files(&env.store), ["packed.json"]);
+        // Unpacked, it is a store of the contract again.
+        env.run("ctxfold", ["unpack"]).ok();
+        assert_eq!(
+            contract_manifests_are_all_valid(&env.store),
+            Ok(homes.sessions.len())
+        );
+        sound(&env, &homes);
+    });
+}
+
+#[test]
+fn a_table_the_first_packing_ctxfold_wrote_is_read_and_moved_by_the_next_gc() {
+    folded_and_packed(|env, homes| {
+        gc(&env);
+        let dir = env.store.join("manifests");
+        let table = fs::read_to_string(dir.join("packed.json")).unwrap();
+        let (_, lines) = table.split_once('\n').unwrap();
+        fs::write(
+            dir.join("packed"),
+            format!("# ctxfold packed manifests v1\n{lines}"),
+        )
+        .unwrap();
+        fs::remove_file(dir.join("packed.json")).unwrap();
+        sound(&env, &homes);
+        assert_eq!(
+            manifest_files(&env.store),
+            ["packed"],
+            "reading moves nothing"
+        );
+        gc(&env);
+        assert_eq!(manifest_files(&env.store), ["packed.json"]);
+        let moved = fs::read_to_string(dir.join("packed.json")).unwrap();
+        assert_eq!(moved, table, "the same table, where older readers see it");
+        sound(&env, &homes);
+    });
 }

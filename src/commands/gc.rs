@@ -35,7 +35,7 @@ use crate::store::{gc, packing};
 /// objects. This one does not.)
 ///
 /// Loose manifests (manifests/<id>.json, and generations) are packed: each kept byte for byte as an
-/// object, packed beside its session's objects, and named in the table manifests/packed (as git
+/// object, packed beside its session's objects, and named in the table manifests/packed.json (as git
 /// packs refs into packed-refs); the loose file goes once both are durable. Every command reads
 /// both forms, and a loose manifest written later (by fold, write-manifest, a sync, the reference
 /// implementation) stands over a packed one of the same session. `ctxfold unpack` writes them back
@@ -182,7 +182,7 @@ impl Command for GcArgs {
                 io.out,
                 self.json,
                 format_args!(
-                    "{verb} {} into manifests/packed",
+                    "{verb} {} into manifests/packed.json",
                     count(manifests as u64, "loose manifest")
                 ),
                 serde_json::json!({

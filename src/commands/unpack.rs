@@ -13,7 +13,7 @@ use crate::store::lock::Mode;
 /// Every object of the store's packs (and of the reference implementation's pack generation) is
 /// written as `objects/<2 hex>/<sha256>.zst`, zstd without a dictionary; loose objects written
 /// with a ctxfold zstd dictionary are rewritten without one, since a reader that does not know
-/// ctxfold's dictionaries cannot decode them. Manifests that gc packed (manifests/packed) are
+/// ctxfold's dictionaries cannot decode them. Manifests that gc packed (manifests/packed.json) are
 /// written back as manifests/<id>.json and generations/<id>/*.json files, byte for byte as they
 /// were packed, and the table goes. Then every manifest is checked to reconstruct from
 /// the loose objects alone, and only then are the packs removed. The result is the store layout of

@@ -3,7 +3,7 @@
 //! ```text
 //! <store>/manifests/<session-id>.json                  fold-v1 manifests
 //! <store>/manifests/generations/<session-id>/…json     earlier versions, kept (see `generations`)
-//! <store>/manifests/packed                             manifests packed by gc: name → body object
+//! <store>/manifests/packed.json                        manifests packed by gc: name → body object
 //! <store>/objects/<2 hex>/<sha256>.zst                 immutable zstd objects named by raw sha256
 //! <store>/packs-ctxfold/<sha256>.pack, .idx            packed objects (see `odb`)
 //! <store>/seeds/catalog.jsonl                          where each session's seed index is (objects)
@@ -185,6 +185,8 @@ pub fn check_session_id(id: &str) -> Result<()> {
         Some("holds a control character")
     } else if id.len() > 200 {
         Some("is longer than 200 bytes")
+    } else if id == packed::RESERVED_ID {
+        Some("is reserved (manifests/packed.json is the table of packed manifests)")
     } else {
         None
     };
@@ -202,12 +204,18 @@ mod tests {
     #[test]
     fn unsafe_session_ids_are_refused() {
         for bad in [
-            "", ".", "..", ".hidden", "../x", "a/b", "a\\b", "a\0b", "a\nb",
+            "", ".", "..", ".hidden", "../x", "a/b", "a\\b", "a\0b", "a\nb", "packed",
         ] {
             assert!(check_session_id(bad).is_err(), "{bad:?} accepted");
         }
         assert!(check_session_id(&"x".repeat(201)).is_err());
-        for good in ["019e1625-789d-76c0-80ab-3724b5ddb799", "a.b", "x..y", "é"] {
+        for good in [
+            "019e1625-789d-76c0-80ab-3724b5ddb799",
+            "a.b",
+            "x..y",
+            "é",
+            "packed2",
+        ] {
             check_session_id(good).unwrap();
         }
     }

@@ -3,7 +3,7 @@
 //! A manifest's name is its path as a loose file (`manifests/<id>.json`,
 //! `manifests/generations/<id>/<file>.json`, `manifests/conflicts/…`). A loose file of that name
 //! is the manifest, whoever wrote it (`write-manifest`, an older ctxfold, the reference
-//! implementation, a sync); else the table `manifests/packed` may name its body (see `packed`).
+//! implementation, a sync); else the table `manifests/packed.json` may name its body (see `packed`).
 //! So a loose file stands over a packed one of the same name, as a loose ref stands over
 //! `packed-refs`, and a command that keeps a manifest's path keeps a name that stays good when gc
 //! packs it.
@@ -123,6 +123,7 @@ impl Store {
                     dirs.push(path);
                 } else if path.extension().is_some_and(|e| e == "json")
                     && !entry.file_name().to_string_lossy().starts_with('.')
+                    && path != self.packed_path()
                 {
                     found.push(path);
                 }

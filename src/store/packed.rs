@@ -1,10 +1,18 @@
-//! The packed manifests' table, `manifests/packed`: which object holds each packed manifest, as
-//! git's `packed-refs` says which commit each packed ref names.
+//! The packed manifests' table, `manifests/packed.json`: which object holds each packed manifest,
+//! as git's `packed-refs` says which commit each packed ref names.
 //!
 //! ```text
-//! # ctxfold packed manifests v1
+//! {"format":"ctxfold packed manifests v1","note":"…"}
 //! <sha256 of the body> <name>
 //! ```
+//!
+//! Its name is a guard. A reader that knows no packed manifests (an older ctxfold, the reference
+//! implementation) sees none of the packed sessions, and its gc would delete their objects; but it
+//! takes every `manifests/*.json` for a manifest, finds this one invalid, and so refuses to gc (as
+//! the contract's gc does while any manifest is invalid) and names the file, whose first line
+//! says what it is. The session id `packed` is reserved for it (see `check_session_id`). The
+//! first ctxfold to pack manifests named the table `manifests/packed`, which old readers skip:
+//! it is still read, and the next change of the table replaces it by this one.
 //!
 //! One line per manifest, sorted by name, no name twice. A name is the manifest's path under
 //! `manifests/` as it would be loose (`<id>.json`, `generations/<id>/<file>.json`), and the body
@@ -31,10 +39,24 @@ use crate::error::{Error, IoContext, Result};
 use crate::files::atomic::write_file;
 
 /// The table's file name in `manifests/`.
-pub const FILE: &str = "packed";
+pub const FILE: &str = "packed.json";
 
-/// The first line of every table: what it is, and its format's version.
-const HEADER: &str = "# ctxfold packed manifests v1";
+/// The session id whose manifest's name would be [`FILE`].
+pub const RESERVED_ID: &str = "packed";
+
+/// The file name of the table as the first ctxfold to pack manifests wrote it.
+const LEGACY_FILE: &str = "packed";
+
+/// The first line of every table: what it is, and its format's version, as JSON, for the person
+/// an older reader sends to this file.
+const HEADER: &str = concat!(
+    r#"{"format":"ctxfold packed manifests v1","note":"#,
+    r#""not a manifest: this store keeps its manifests packed, which older ctxfold versions and "#,
+    r#"the reference implementation cannot read; run `ctxfold unpack` first"}"#
+);
+
+/// The first line of a table in [`LEGACY_FILE`].
+const LEGACY_HEADER: &str = "# ctxfold packed manifests v1";
 
 /// Names of packed manifests and the objects that hold their bodies.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,7 +82,7 @@ impl Table {
         let bad = |line: usize, why: String| Error::corrupt(format!("{what}:{line}: {why}"));
         let text = std::str::from_utf8(text).map_err(|_| bad(1, "not UTF-8".into()))?;
         let mut lines = text.split_terminator('\n');
-        if lines.next() != Some(HEADER) {
+        if !matches!(lines.next(), Some(HEADER | LEGACY_HEADER)) {
             return Err(bad(
                 1,
                 format!("not a table of packed manifests ({HEADER:?})"),
@@ -159,23 +181,34 @@ pub(super) fn check_name(name: &str) -> std::result::Result<(), String> {
 }
 
 impl Store {
-    /// `manifests/packed`.
+    /// `manifests/packed.json`.
     pub fn packed_path(&self) -> PathBuf {
         self.manifests_dir().join(FILE)
+    }
+
+    /// `manifests/packed`, where the first ctxfold to pack manifests kept the table.
+    fn legacy_packed_path(&self) -> PathBuf {
+        self.manifests_dir().join(LEGACY_FILE)
     }
 
     /// The table of packed manifests (empty when there is none), read again only when its file
     /// was replaced since the last read.
     pub fn packed(&self) -> Result<Arc<Table>> {
-        let path = self.packed_path();
-        let stamp = match fs::metadata(&path) {
-            Ok(meta) => Stamp {
-                ino: meta.ino(),
-                size: meta.size(),
-                mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Arc::default()),
-            Err(e) => return Err(e).with_path("stat", &path),
+        let Some((path, meta)) = [self.packed_path(), self.legacy_packed_path()]
+            .into_iter()
+            .find_map(|path| match fs::metadata(&path) {
+                Ok(meta) => Some(Ok((path, meta))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => Some(Err(e).with_path("stat", &path)),
+            })
+            .transpose()?
+        else {
+            return Ok(Arc::default());
+        };
+        let stamp = Stamp {
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
         };
         let mut cached = self.packed.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((at, table)) = cached.as_ref()
@@ -189,6 +222,15 @@ impl Store {
         Ok(table)
     }
 
+    /// Replace a table still in `manifests/packed` by the same table in `manifests/packed.json`,
+    /// which older readers cannot pass over (see the module's note).
+    pub fn migrate_legacy_packed(&self) -> Result<()> {
+        match self.legacy_packed_path().exists() {
+            true => self.change_packed(|_| Ok(())),
+            false => Ok(()),
+        }
+    }
+
     /// Replace the table with what `change` makes of it, under the `manifests` lock: written
     /// whole into a temp file, fsynced, renamed over the old one and the folder fsynced, so a
     /// reader sees the old table or the new, and a crash leaves one of them. Every body the new
@@ -198,7 +240,8 @@ impl Store {
         let mut table = Table::clone(&*self.packed()?);
         let before = table.clone();
         let answer = change(&mut table)?;
-        if table != before {
+        let legacy = self.legacy_packed_path();
+        if table != before || legacy.exists() {
             let path = self.packed_path();
             match table.is_empty() {
                 true => {
@@ -211,6 +254,11 @@ impl Store {
                     write_file(&self.tmp_dir(), ".packed-", &path, &table.to_bytes(), true)
                         .map(drop)?
                 }
+            }
+            // Only once the table stands where it is read first.
+            if legacy.exists() {
+                crate::files::remove_if_present(&legacy)?;
+                crate::files::atomic::sync_parent(&legacy)?;
             }
         }
         Ok(answer)
@@ -238,10 +286,8 @@ mod tests {
             .unwrap();
         let bytes = table.to_bytes();
         let text = String::from_utf8(bytes.clone()).unwrap();
-        assert!(
-            text.starts_with("# ctxfold packed manifests v1\n"),
-            "{text}"
-        );
+        let head: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(head["format"], "ctxfold packed manifests v1", "{text}");
         assert_eq!(Table::parse(&bytes, "t").unwrap(), table);
         let names: Vec<&str> = table.iter().map(|(n, _)| n).collect();
         assert_eq!(names[1..], ["s1.json", "s2.json"]);

@@ -23,6 +23,7 @@ pub const AUTO: usize = 256;
 /// Pack the loose manifests if there are [`AUTO`] or more and no other writer holds the store
 /// lock (nor waits for it: it is taken only if free); returns how many were packed.
 pub fn pack_auto(store: &Store) -> Result<usize> {
+    store.migrate_legacy_packed()?;
     if store.loose_manifest_files()?.len() < AUTO {
         return Ok(0);
     }
@@ -56,6 +57,7 @@ pub fn packable(store: &Store) -> Result<Vec<(String, PathBuf, Vec<u8>)>> {
 /// Pack the loose manifests [`packable`] finds; returns how many. Each body is kept byte for
 /// byte (the reference's pretty JSON stays as it was written).
 pub fn pack(store: &Store) -> Result<usize> {
+    store.migrate_legacy_packed()?;
     let loose = packable(store)?;
     if loose.is_empty() {
         return Ok(0);
