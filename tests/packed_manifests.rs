@@ -467,3 +467,41 @@ fn a_table_the_first_packing_ctxfold_wrote_is_read_and_moved_by_the_next_gc() {
         sound(&env, &homes);
     });
 }
+
+#[test]
+fn listings_read_packed_heads_from_their_cache_and_say_the_same_without_it() {
+    folded_and_packed(|env, _homes| {
+        let listings = |env: &Env| -> Vec<Vec<u8>> {
+            [["ls", "--json"], ["log", "--json"], ["status", "--json"]]
+                .iter()
+                .map(|args| env.run("ctxfold", args).ok().stdout)
+                .collect()
+        };
+        let loose = listings(&env);
+        gc(&env);
+        let cache = env.store.join("cache/heads.jsonl");
+        assert!(!cache.exists(), "gc writes no heads");
+        assert_eq!(listings(&env), loose, "packed, read whole");
+        let written = fs::read_to_string(&cache).unwrap();
+        let table = fs::read_to_string(env.store.join("manifests/packed.json")).unwrap();
+        assert_eq!(
+            written.lines().count(),
+            table.lines().count() - 1,
+            "one head per packed manifest"
+        );
+        assert!(!written.contains("\"parts\""), "{written}");
+        assert_eq!(listings(&env), loose, "packed, from the cache");
+        // A damaged cache is read around, and written again whole.
+        fs::write(
+            &cache,
+            format!("not json\n{}", &written[..written.len() / 2]),
+        )
+        .unwrap();
+        assert_eq!(listings(&env), loose, "from a damaged cache");
+        assert_eq!(fs::read_to_string(&cache).unwrap(), written);
+        // Heads of bodies the table no longer names go at the next save.
+        env.run("ctxfold", ["unpack"]).ok();
+        assert_eq!(listings(&env), loose, "loose again");
+        assert_eq!(fs::read_to_string(&cache).unwrap(), "");
+    });
+}

@@ -1,6 +1,7 @@
 //! `ctxfold ls`: the folded sessions.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::io as stdio;
 
 use serde::Serialize;
 
@@ -9,9 +10,10 @@ use crate::agents::place::{named_by, started};
 use crate::cli::human::{MINUTE, bytes, minute, path as path_for_people};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::AgentArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::generations::{self, Generation, Reason};
+use crate::store::heads::Heads;
 
 /// List the folded sessions: id, start, agent, state, source and stored bytes, cwd, title
 ///
@@ -103,56 +105,57 @@ impl Command for LsArgs {
                 ),
             )?;
         }
+        let heads = Heads::load(&store);
+        let mut kept_by_id: HashMap<String, Vec<Generation>> =
+            generations::all(&store)?.into_iter().collect();
         for path in store.manifest_files()? {
             let conflict = path.parent() == Some(conflicts.as_path());
             if !conflict && path.parent() != Some(store.manifests_dir().as_path()) {
                 continue; // generations/ belong to the reference implementation's filesystem layer
             }
-            let manifest = match store.load_manifest_at(&path) {
-                Ok(manifest) => manifest,
+            let head = match heads.at(&path).and_then(|head| {
+                head.ok_or_else(|| Error::io("read", &path, stdio::ErrorKind::NotFound.into()))
+            }) {
+                Ok(head) => head,
                 Err(e) => {
                     bad += 1;
                     io.warn(e);
                     continue;
                 }
             };
-            if !self.agent.keeps(&manifest.session) {
+            if !self.agent.keeps(&head.session) {
                 continue;
             }
-            let mut seen = HashSet::new();
-            let stored_bytes = manifest
-                .parts
-                .iter()
-                .filter(|p| seen.insert(p.object.sha256))
-                .map(|p| p.object.stored_bytes)
-                .sum();
             let kept = match conflict {
                 true => Vec::new(),
-                false => generations::list(&store, &manifest.session.id)?,
+                false => kept_by_id.remove(&head.session.id).unwrap_or_default(),
             };
             // A name that says no time (Claude Code's, a file folded by path): the lines do.
-            let started = started(&manifest.session).or_else(|| {
-                match crate::history::ends::folded_start(&store, &manifest) {
+            let started = started(&head.session).or_else(|| {
+                let start = store
+                    .load_manifest_at(&path)
+                    .and_then(|manifest| crate::history::ends::folded_start(&store, &manifest));
+                match start {
                     Ok(at) => at.map(|at| format!("{}Z", &at.rfc3339()[..19])),
                     Err(e) => {
                         bad += 1;
-                        io.warn(format_args!("session {}: {e}", manifest.session.id));
+                        io.warn(format_args!("session {}: {e}", head.session.id));
                         None
                     }
                 }
             });
             let entry = Entry {
-                id: &manifest.session.id,
-                title: manifest.session.title.as_deref(),
+                id: &head.session.id,
+                title: head.session.title.as_deref(),
                 started,
-                agent: named_by(&manifest.session).map_or("file", Agent::id),
-                cwd: manifest.session.cwd.as_deref(),
-                archived: manifest.session.archived,
-                source_bytes: manifest.source.bytes,
-                stored_bytes,
+                agent: named_by(&head.session).map_or("file", Agent::id),
+                cwd: head.session.cwd.as_deref(),
+                archived: head.session.archived,
+                source_bytes: head.source.bytes,
+                stored_bytes: head.stored_bytes,
                 conflict,
                 generations: kept.len(),
-                rollout_path: &manifest.session.rollout_path,
+                rollout_path: &head.session.rollout_path,
             };
             if self.json {
                 emit(
@@ -190,6 +193,8 @@ impl Command for LsArgs {
                 }
             }
         }
+        // A cache: a store this user cannot write to is listed all the same, only not faster.
+        let _ = heads.save();
         crate::commands::mount::note_mounts(io, &store);
         Ok(if bad == 0 {
             Status::Success

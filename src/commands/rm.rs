@@ -156,7 +156,7 @@ impl Command for RmArgs {
 /// the store's copy is then the only one. `None` when there is no manifest to say where it was.
 fn gone_source(store: &Store, held: &Held) -> Option<PathBuf> {
     let manifest = store.load_manifest_at(held.manifest.as_ref()?).ok()?;
-    match file_of(&manifest) {
+    match file_of(&manifest.session) {
         Some(_) => None,
         None => Some(PathBuf::from(manifest.session.rollout_path)),
     }

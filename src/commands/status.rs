@@ -16,6 +16,7 @@ use crate::fold::stamps::Stamps;
 use crate::sources::{Found, discover_titled};
 use crate::store::Store;
 use crate::store::generations;
+use crate::store::heads::Heads;
 
 /// Show each session found: new, up to date, grown since folded, or changed
 ///
@@ -75,11 +76,19 @@ impl Command for StatusArgs {
         let list_all = self.json || io.verbosity() == Verbosity::Verbose;
         let mut up_to_date = 0u64;
         let stamps = Stamps::load(&store);
+        let heads = Heads::load(&store);
+        let generations = generations::all(&store)?;
+        let kept = |id: &str| {
+            (generations.binary_search_by(|(with, _)| with.as_str().cmp(id)))
+                .map_or(0, |at| generations[at].1.len())
+        };
         let results: Vec<_> = discovery
             .sessions
             .par_iter()
-            .map(|found| state_of(&store, &stamps, found))
+            .map(|found| state_of(&heads, &stamps, found, kept(&found.session.id)))
             .collect();
+        // A cache: a store this user cannot write to is read all the same, only not faster.
+        let _ = heads.save();
         for (found, result) in discovery.sessions.iter().zip(results) {
             let (state, stamp, folded_bytes, generations) = match result {
                 Ok(r) => r,
@@ -148,19 +157,18 @@ impl Command for StatusArgs {
 /// What `found` is to the store; a source whose stamp fold recorded with the bytes its manifest
 /// names is up to date unread, as fold finds it.
 fn state_of(
-    store: &Store,
+    heads: &Heads<'_>,
     stamps: &Stamps,
     found: &Found,
+    generations: usize,
 ) -> Result<(State, Stamp, Option<u64>, usize)> {
     let stamp = Stamp::of(&found.path)?;
-    let generations = generations::list(store, &found.session.id)?.len();
-    if !store.has_manifest(&found.session.id) {
+    let Some(head) = heads.of(&found.session.id)? else {
         return Ok((State::New, stamp, None, generations));
-    }
-    let manifest = store.load_manifest(&found.session.id)?;
-    let state = match stamps.knows(&found.path, &stamp, &manifest.source) {
-        true => State::UpToDate,
-        false => compare(&found.path, &stamp, &manifest.source)?,
     };
-    Ok((state, stamp, Some(manifest.source.bytes), generations))
+    let state = match stamps.knows(&found.path, &stamp, &head.source) {
+        true => State::UpToDate,
+        false => compare(&found.path, &stamp, &head.source)?,
+    };
+    Ok((state, stamp, Some(head.source.bytes), generations))
 }

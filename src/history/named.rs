@@ -10,7 +10,7 @@ use crate::ledger::{FileSource, Source, StoreSource};
 use crate::sources::discover;
 use crate::store::Store;
 use crate::store::ids::{Unresolved, resolve_prefix};
-use crate::store::manifest::Manifest;
+use crate::store::manifest::{Manifest, Session};
 
 /// A session found by what a person typed.
 pub struct Named {
@@ -72,7 +72,7 @@ impl Named {
 
     /// A folded session, with its source when it is still on disk.
     pub fn folded(manifest: Manifest) -> Result<Self> {
-        let file = file_of(&manifest);
+        let file = file_of(&manifest.session);
         Ok(Self {
             id: Some(manifest.session.id.clone()),
             title: manifest.session.title.clone(),
@@ -155,8 +155,8 @@ impl Named {
 
 /// A folded session's file, when it is on disk where it was folded from (Codex may have compressed
 /// an archived one since: its `.jsonl.zst` is the same session).
-pub fn file_of(manifest: &Manifest) -> Option<PathBuf> {
-    let recorded = PathBuf::from(&manifest.session.rollout_path);
+pub fn file_of(session: &Session) -> Option<PathBuf> {
+    let recorded = PathBuf::from(&session.rollout_path);
     let mut compressed = recorded.clone().into_os_string();
     compressed.push(".zst");
     [recorded, PathBuf::from(compressed)]

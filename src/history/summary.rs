@@ -25,7 +25,8 @@ use crate::fold::stamp::Stamp;
 use crate::fold::stamps::Stamps;
 use crate::sources::{Discovery, Found, discover};
 use crate::store::Store;
-use crate::store::manifest::Manifest;
+use crate::store::heads::{Head, Heads};
+use crate::store::manifest::Source;
 use crate::time::Instant;
 
 /// Where a session is.
@@ -80,13 +81,15 @@ pub struct Summary {
 
 impl Summary {
     /// A folded session as the store alone tells it (state `folded`, its source not looked at).
-    pub fn of_manifest(store: &Store, manifest: &Manifest, cache: &EndsCache) -> Self {
-        let session = &manifest.session;
+    /// A folded session, from its manifest's head; its parts are read only when `cache` does not
+    /// know what its ends say.
+    fn of_head(store: &Store, head: &Head, cache: &EndsCache) -> Self {
+        let session = &head.session;
         let mut summary = Summary {
             id: session.id.clone(),
             agent: None,
             date: None,
-            bytes: manifest.source.bytes,
+            bytes: head.source.bytes,
             cwd: session.cwd.clone(),
             title: session.title.clone(),
             archived: session.archived,
@@ -96,15 +99,16 @@ impl Summary {
             problem: None,
         };
         let read = || -> Result<Ends> {
-            if let Some(ends) = cache.get(&manifest.source.sha256) {
+            if let Some(ends) = cache.get(&head.source.sha256) {
                 return Ok(ends);
             }
-            let opening = ends::opening(store, manifest)?;
+            let manifest = store.load_manifest(&session.id)?;
+            let opening = ends::opening(store, &manifest)?;
             let agent = opening.as_ref().map(|(agent, _)| *agent);
             let ends = Ends {
                 agent,
                 cwd: opening.and_then(|(_, meta)| meta.cwd),
-                date: ends::folded_activity(store, manifest, agent)?,
+                date: ends::folded_activity(store, &manifest, agent)?,
             };
             cache.record(manifest.source.sha256, ends.clone());
             Ok(ends)
@@ -178,27 +182,30 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
     if let Some(store) = store {
         let stamps = Stamps::load(store);
         let cache = EndsCache::load(store);
+        let heads = Heads::load(store);
         let live = Mutex::new(HashSet::new());
         let ids = store.session_ids()?;
         let read: Vec<Result<Summary>> = ids
             .par_iter()
             .map(|id| {
-                let manifest = store.load_manifest(id)?;
+                let head = heads.of(id)?.ok_or_else(|| {
+                    Error::not_found(format!("session {id}: its manifest is gone"))
+                })?;
                 live.lock()
                     .expect("never poisoned")
-                    .insert(manifest.source.sha256);
-                let mut summary = Summary::of_manifest(store, &manifest, &cache);
+                    .insert(head.source.sha256);
+                let mut summary = Summary::of_head(store, &head, &cache);
                 // A session folded from outside the agents' homes (`fold PATH`) is on disk too
                 // while its file is where it was folded from.
                 let elsewhere = || {
-                    let path = file_of(&manifest)?;
+                    let path = file_of(&head.session)?;
                     let found = discover(homes, &[path], &[]).sessions.pop()?;
                     (found.session.id == *id).then_some(found)
                 };
                 match on_disk.get(id.as_str()) {
-                    Some(found) => summary.compare(found, &manifest, &stamps),
+                    Some(found) => summary.compare(found, &head.source, &stamps),
                     None => match elsewhere() {
-                        Some(found) => summary.compare(&found, &manifest, &stamps),
+                        Some(found) => summary.compare(&found, &head.source, &stamps),
                         None => summary.state = State::Stored,
                     },
                 }
@@ -214,6 +221,7 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
         }
         // A cache: a store this user cannot write to is listed all the same, only not faster.
         let _ = cache.save(store, &live.into_inner().expect("never poisoned"));
+        let _ = heads.save();
     }
     let new: Vec<Summary> = discovery
         .sessions
@@ -231,13 +239,13 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
 
 impl Summary {
     /// Compare a folded session with its file on disk; where they differ, the file speaks.
-    fn compare(&mut self, found: &Found, manifest: &Manifest, stamps: &Stamps) {
+    fn compare(&mut self, found: &Found, source: &Source, stamps: &Stamps) {
         let path = &found.path;
         let state = Stamp::of(path).and_then(|stamp| {
-            if stamps.knows(path, &stamp, &manifest.source) {
+            if stamps.knows(path, &stamp, source) {
                 return Ok(Compared::UpToDate);
             }
-            compare(path, &stamp, &manifest.source)
+            compare(path, &stamp, source)
         });
         self.state = match state {
             Ok(Compared::UpToDate) => return,

@@ -11,6 +11,7 @@
 //!                                                      seed-index.jsonl (read, moved by gc)
 //! <store>/dictionaries/<sha256>                        registered zstd dictionaries (objects too)
 //! <store>/dictionaries/CURRENT                         the dictionary new objects are written with
+//! <store>/cache/heads.jsonl                           packed manifests' heads (see `heads`)
 //! <store>/tmp/                                         temp files, renamed into place
 //! <store>/locks/objects.lock                           flock shared with the reference implementation
 //! <store>/locks/seeds.lock                             held while the seed catalog is appended to
@@ -25,6 +26,7 @@ pub mod commit;
 pub mod fsck;
 pub mod gc;
 pub mod generations;
+pub mod heads;
 pub mod ids;
 pub mod layout;
 pub mod lock;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::manifest::Manifest;
 use super::{Store, check_session_id, packed};
+use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
 use crate::files::atomic::sync_parent;
 use crate::files::remove_if_present;
@@ -48,6 +49,15 @@ impl Store {
             ))
         })?;
         Ok(Some(bytes.to_vec()))
+    }
+
+    /// The object the table names as the body of the manifest named `path`, if it names one
+    /// (a loose file of that name stands over it: see [`Store::manifest_bytes_at`]).
+    pub fn packed_body_of(&self, path: &Path) -> Result<Option<Digest>> {
+        let Some(name) = self.packed_name(path) else {
+            return Ok(None);
+        };
+        Ok(self.packed()?.get(&name))
     }
 
     /// The manifest named `path` (see [`Store::manifest_bytes_at`]).
