@@ -15,6 +15,7 @@ use crate::agents::Agent;
 use crate::agents::place::place;
 use crate::error::Result;
 use crate::store::Store;
+use crate::store::heads::Heads;
 
 /// How often the manifests' folder is looked at for changes.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -160,8 +161,9 @@ fn read(store: &Store) -> Result<(State, Vec<String>)> {
         ..State::default()
     };
     let mut problems = Vec::new();
+    let heads = Heads::load(store);
     for id in store.session_ids()? {
-        match file_of(store, &store.manifest_path(&id)) {
+        match file_of(store, &heads, &store.manifest_path(&id)) {
             Ok((manifest, file)) => {
                 if let Ok(placed) = place(&manifest.session) {
                     let files = state.files.entry(placed.agent).or_default();
@@ -171,5 +173,6 @@ fn read(store: &Store) -> Result<(State, Vec<String>)> {
             Err(e) => problems.push(e.to_string()),
         }
     }
+    let _ = heads.save();
     Ok((state, problems))
 }

@@ -13,8 +13,8 @@ use std::time::SystemTime;
 
 use crate::agents::place::place;
 use crate::digest::Digest;
-use crate::error::{IoContext, Result};
-use crate::store::manifest::Manifest;
+use crate::error::{Error, IoContext, Result};
+use crate::store::heads::{Head, Heads};
 use crate::store::{Store, generations};
 
 /// A node's number: its index in the tree plus one (the kernel's root is 1).
@@ -45,9 +45,11 @@ pub struct Node {
     pub kind: Kind,
 }
 
-/// The manifest named `path`, and its session as a file shows it.
-pub fn file_of(store: &Store, path: &Path) -> Result<(Manifest, File)> {
-    let manifest = store.load_manifest_at(path)?;
+/// The head of the manifest named `path`, and its session as a file shows it.
+pub fn file_of(store: &Store, heads: &Heads<'_>, path: &Path) -> Result<(Head, File)> {
+    let manifest = heads
+        .at(path)?
+        .ok_or_else(|| Error::io("read", path, std::io::ErrorKind::NotFound.into()))?;
     // When it was written: its loose file's mtime, else the table's that packed it.
     let written = std::fs::metadata(path)
         .or_else(|_| std::fs::metadata(store.packed_path()))
@@ -86,9 +88,10 @@ impl Tree {
         for agent in crate::agents::Agent::ALL {
             tree.dir(ROOT, OsStr::new(agent.id()));
         }
+        let heads = Heads::load(store);
         for id in store.session_ids()? {
             let path = store.manifest_path(&id);
-            let Some((manifest, file)) = tree.read(store, &path) else {
+            let Some((manifest, file)) = tree.read(store, &heads, &path) else {
                 continue;
             };
             tree.file(by_id, OsString::from(format!("{id}.jsonl")), file.clone());
@@ -99,12 +102,14 @@ impl Tree {
         }
         for (id, kept) in generations::all(store)? {
             for generation in kept {
-                if let Some((_, file)) = tree.read(store, &generation.path) {
+                if let Some((_, file)) = tree.read(store, &heads, &generation.path) {
                     let name = format!("{id}@{}.jsonl", generation.number);
                     tree.file(by_id, OsString::from(name), file);
                 }
             }
         }
+        // A cache: a store this user cannot write to is shown all the same, only not faster.
+        let _ = heads.save();
         Ok(tree)
     }
 
@@ -130,8 +135,8 @@ impl Tree {
     }
 
     /// A manifest and what its file shows; `None` (noted) when it cannot be read.
-    fn read(&mut self, store: &Store, path: &Path) -> Option<(Manifest, File)> {
-        match file_of(store, path) {
+    fn read(&mut self, store: &Store, heads: &Heads<'_>, path: &Path) -> Option<(Head, File)> {
+        match file_of(store, heads, path) {
             Ok(read) => Some(read),
             Err(e) => {
                 self.problems.push(e.to_string());
