@@ -42,7 +42,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::files::atomic::write_file;
 use crate::files::create_private_dir;
 use crate::seeds::catalog::{self, Batch, Catalog};
-use crate::seeds::index::{union_file, union_lines};
+use crate::seeds::index::{Unions, union_file};
 use crate::store::commit::Replace;
 use crate::store::lock::Mode;
 use crate::store::manifest::Manifest;
@@ -741,12 +741,14 @@ fn apply(
                 report.seed_lines_added += union_file(store, &session, &staged)? as u64;
             }
             Step::Seeds { batches } => {
+                let mut unions = Unions::begin(store)?;
                 for batch in batches {
                     let bytes = store.odb().read_to_vec(&batch.object, Some(batch.bytes))?;
                     let what = Path::new("seeds").join(batch.object.to_hex());
                     report.seed_lines_added +=
-                        union_lines(store, &batch.session, &mut &bytes[..], &what)? as u64;
+                        unions.add(&batch.session, &mut &bytes[..], &what)? as u64;
                 }
+                unions.finish()?;
             }
             Step::Add { staged, rel } => {
                 let target = store.context_fold_dir().join(&rel);

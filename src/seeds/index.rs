@@ -26,6 +26,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::files::entry_names;
 use crate::ledger::{Ledger, Source, StoreSource};
 use crate::odb::{Check, DEFAULT_LEVEL, Encoder};
+use crate::store::lock::StoreLock;
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id};
 
@@ -643,41 +644,97 @@ pub fn union_lines(
     incoming: &mut dyn BufRead,
     what: &Path,
 ) -> Result<usize> {
-    check_session_id(session)?;
-    let mut catalog = Catalog::load(store)?;
-    let lock = catalog::lock(store)?;
-    catalog.refresh(store)?;
-    // The lines it holds, by their sha256.
-    let mut held = HashSet::new();
-    let parts = StoreIndex::new(store, &catalog, session);
-    each_line(&parts, &mut |line| {
-        held.insert(Digest::of(line));
-        Ok(ControlFlow::Continue(()))
-    })?;
-    let mut bytes = Vec::new();
-    let mut added = 0;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = incoming
-            .read_until(b'\n', &mut line)
-            .with_path("read", what)?;
-        if n == 0 || !line.ends_with(b"\n") {
-            break;
-        }
-        let body = &line[..n - 1];
-        if body.iter().all(u8::is_ascii_whitespace) || !held.insert(Digest::of(body)) {
-            continue;
-        }
-        bytes.extend_from_slice(&line);
-        added += 1;
-    }
-    if added > 0 {
-        let batch = put_loose(store, session, &bytes)?;
-        store.odb().sync()?;
-        catalog.append(store, &lock, &[batch])?;
-    }
+    let mut unions = Unions::begin(store)?;
+    let added = unions.add(session, incoming, what)?;
+    unions.finish()?;
     Ok(added)
+}
+
+/// Many [`union_lines`] as one: the catalog read and locked once, every session's new batch
+/// made durable behind one sync and listed in one append (a clone of thousands of sessions
+/// otherwise reads the whole catalog and syncs twice for each).
+pub struct Unions<'a> {
+    store: &'a Store,
+    catalog: Catalog,
+    lock: StoreLock,
+    /// The lines the session being added to holds, by their sha256.
+    held: Option<(String, HashSet<Digest>)>,
+    /// Sessions added to so far: one met again is read from the catalog again, after the
+    /// batches still pending are listed in it.
+    seen: HashSet<String>,
+    pending: Vec<Batch>,
+}
+
+impl<'a> Unions<'a> {
+    pub fn begin(store: &'a Store) -> Result<Self> {
+        let mut catalog = Catalog::load(store)?;
+        let lock = catalog::lock(store)?;
+        catalog.refresh(store)?;
+        Ok(Self {
+            store,
+            catalog,
+            lock,
+            held: None,
+            seen: HashSet::new(),
+            pending: Vec::new(),
+        })
+    }
+
+    /// Union `incoming` into `session`'s index (see [`union_lines`]); how many lines it adds.
+    /// They are durable and listed once [`Unions::finish`] returns.
+    pub fn add(&mut self, session: &str, incoming: &mut dyn BufRead, what: &Path) -> Result<usize> {
+        check_session_id(session)?;
+        if self.held.as_ref().is_none_or(|(held, _)| held != session) {
+            if self.seen.contains(session) {
+                self.list_pending()?;
+            }
+            let mut held = HashSet::new();
+            let parts = StoreIndex::new(self.store, &self.catalog, session);
+            each_line(&parts, &mut |line| {
+                held.insert(Digest::of(line));
+                Ok(ControlFlow::Continue(()))
+            })?;
+            self.seen.insert(session.to_string());
+            self.held = Some((session.to_string(), held));
+        }
+        let (_, held) = self.held.as_mut().expect("just set");
+        let mut bytes = Vec::new();
+        let mut added = 0;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = incoming
+                .read_until(b'\n', &mut line)
+                .with_path("read", what)?;
+            if n == 0 || !line.ends_with(b"\n") {
+                break;
+            }
+            let body = &line[..n - 1];
+            if body.iter().all(u8::is_ascii_whitespace) || !held.insert(Digest::of(body)) {
+                continue;
+            }
+            bytes.extend_from_slice(&line);
+            added += 1;
+        }
+        if added > 0 {
+            self.pending.push(put_loose(self.store, session, &bytes)?);
+        }
+        Ok(added)
+    }
+
+    /// Make the batches added so far durable and list them.
+    fn list_pending(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            self.store.odb().sync()?;
+            self.catalog.append(self.store, &self.lock, &self.pending)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<()> {
+        self.list_pending()
+    }
 }
 
 /// Move `session`'s legacy index file into the catalog, as its first batch (the index reads the
@@ -900,6 +957,32 @@ mod tests {
             })
             .unwrap();
         bytes
+    }
+
+    #[test]
+    fn many_unions_list_each_sessions_new_lines_once_in_one_append() {
+        let (_dir, store) = store();
+        const OTHER: &str = "other-session";
+        let mut unions = Unions::begin(&store).unwrap();
+        let x = Path::new("x");
+        assert_eq!(unions.add(SESSION, &mut &b"a\nb\n"[..], x).unwrap(), 2);
+        assert_eq!(unions.add(OTHER, &mut &b"a\n"[..], x).unwrap(), 1);
+        assert!(
+            Catalog::load(&store).unwrap().of(SESSION).next().is_none(),
+            "not listed yet"
+        );
+        // Met again: what it was given before counts as held.
+        assert_eq!(unions.add(SESSION, &mut &b"b\nc\n\nd"[..], x).unwrap(), 1);
+        assert!(unions.add("../bad", &mut &b"a\n"[..], x).is_err());
+        unions.finish().unwrap();
+        assert_eq!(index(&store), b"a\nb\nc\n");
+        let catalog = Catalog::load(&store).unwrap();
+        assert_eq!(catalog.of(SESSION).count(), 2);
+        assert_eq!(catalog.of(OTHER).count(), 1);
+        assert_eq!(
+            union_lines(&store, SESSION, &mut &b"c\na\n"[..], x).unwrap(),
+            0
+        );
     }
 
     #[test]
