@@ -223,6 +223,19 @@ fn store_state(store: &Path) -> Vec<Vec<(PathBuf, Vec<u8>)>> {
     .collect()
 }
 
+/// git in a store's mirror repository, its stdout as text.
+#[track_caller]
+fn mirror_git(mirror: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(mirror)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// A failed clone into a new store leaves no store behind.
 fn holds_nothing(store: &Path) -> bool {
     !store.exists()
@@ -247,6 +260,34 @@ fn an_encrypted_remote_holds_nothing_readable_and_clones_for_its_recipients_only
     .ok();
     let pushed = w.ctxfold(&a, &["sync"]).ok().stdout_text();
     assert!(pushed.contains("pushed"), "{pushed}");
+    let tip = w.text(&["rev-parse", "ctxfold"]);
+    // The encrypted objects were written into a pack of the mirror, never as loose objects (which
+    // doubled the loose objects a first sync leaves, and cost a repack of them all).
+    let mirror = a.store.join("mirror.git");
+    let sent = mirror_git(&mirror, &["rev-list", "--objects", &tip]);
+    let sent: Vec<&str> = (sent.lines())
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, path)| !matches!(*path, "recipients" | "key.age"))
+        .map(|(id, _)| id)
+        .collect();
+    assert!(sent.len() > 10, "{sent:?}");
+    for id in sent {
+        let loose = mirror.join("objects").join(&id[..2]).join(&id[2..]);
+        assert!(!loose.exists(), "{id} is loose");
+    }
+    // The manifests are sealed together, in one group here (they compress against each other):
+    // the remote holds one file for every plain file but the manifests, and one for them all.
+    let plain = mirror_git(&mirror, &["ls-tree", "-r", "--name-only", "ctxfold"]);
+    let manifests = plain
+        .lines()
+        .filter(|p| p.starts_with("manifests/"))
+        .count();
+    assert!(manifests > 5, "{plain}");
+    assert_eq!(
+        w.remote_blobs().len(),
+        plain.lines().count() - manifests + 1 + 2,
+        "{plain}"
+    );
 
     // Nothing of the sessions is anywhere in the remote: every object checked.
     let objects = w.remote_objects();
@@ -256,7 +297,6 @@ fn an_encrypted_remote_holds_nothing_readable_and_clones_for_its_recipients_only
     assert!(leaked.is_empty(), "the remote shows {leaked:?}");
     // The same check finds in the plain mirror this machine keeps every session id (the check
     // works; the sessions' lines are zstd there, but their ids and hashes are in clear).
-    let mirror = a.store.join("mirror.git");
     let plain = Command::new("git")
         .arg("--git-dir")
         .arg(&mirror)
@@ -584,4 +624,65 @@ fn bad_encryption_options_change_nothing() {
     w.ctxfold(&a, &["remote", "recipients", "list", "plain"])
         .fails(3)
         .one_line_error("no encrypted remote");
+}
+
+#[test]
+fn the_ledger_keeps_what_the_remote_holds_and_nothing_else() {
+    let w = World::new();
+    let (a, b) = (w.machine("a"), w.machine("b"));
+    w.key(&a);
+    fold(&w, &a, &[own_fixtures_dir().join("codex")]);
+    w.ctxfold(
+        &a,
+        &["remote", "add", "origin", w.remote_url(), "--encrypt"],
+    )
+    .ok();
+    w.ctxfold(&a, &["sync"]).ok();
+    // Sessions removed, then others added: each sync changes the group of manifests.
+    let (gone, _, _) = sessions(&a.store).remove(0);
+    w.ctxfold(&a, &["rm", "--apply", "-q", &gone]).ok();
+    w.ctxfold(&a, &["sync"]).ok();
+    fold(&w, &a, &[own_fixtures_dir().join("pi")]);
+    w.ctxfold(&a, &["sync"]).ok();
+    fold(&w, &a, &[own_fixtures_dir().join("claude")]);
+    w.ctxfold(&a, &["sync"]).ok();
+    // The ledger names the sealed files the remote's branch holds, no more, and few commits.
+    let ledger = a
+        .store
+        .join("mirror.git/ctxfold-sealed")
+        .join(hex(b"origin"));
+    let ledger = fs::read_to_string(ledger).unwrap();
+    let files: BTreeSet<&str> = ledger
+        .lines()
+        .filter(|l| l.starts_with("f ") || l.starts_with("g "))
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    let held: BTreeSet<String> = w
+        .remote_blobs()
+        .into_iter()
+        .filter(|(_, path)| path != "recipients" && path != "key.age")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(
+        files,
+        held.iter().map(String::as_str).collect::<BTreeSet<_>>()
+    );
+    let commits = ledger.lines().filter(|l| l.starts_with("c ")).count();
+    assert!(commits <= 2, "{ledger}");
+    // Pruned, it still serves: a clone elsewhere, then a sync here sending nothing new.
+    fs::create_dir_all(b.config.join("ctxfold")).unwrap();
+    fs::copy(
+        a.config.join("ctxfold/identity.txt"),
+        b.config.join("ctxfold/identity.txt"),
+    )
+    .unwrap();
+    w.ctxfold(&b, &["clone", w.remote_url()]).ok();
+    restores_every_session(&w, &b, &a.store);
+    let head = w.text(&["rev-parse", "ctxfold"]);
+    w.ctxfold(&a, &["sync"]).ok();
+    assert_eq!(w.text(&["rev-parse", "ctxfold"]), head);
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

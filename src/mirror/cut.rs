@@ -25,6 +25,51 @@ fn part_name(n: usize) -> String {
     format!("{PART}{n:06}")
 }
 
+/// Where a file's blobs and trees go: the mirror's loose objects, or a pack being written.
+pub(crate) trait Objects {
+    fn blob(&mut self, bytes: &[u8]) -> Result<ObjectId>;
+    /// A tree of unsorted entries.
+    fn tree(&mut self, entries: Vec<Entry>) -> Result<ObjectId>;
+}
+
+/// The mirror's loose objects.
+struct Loose<'a>(&'a Mirror);
+
+impl Objects for Loose<'_> {
+    fn blob(&mut self, bytes: &[u8]) -> Result<ObjectId> {
+        Ok(self
+            .0
+            .repo()
+            .write_blob(bytes)
+            .git(|| "write a blob into git".into())?
+            .detach())
+    }
+
+    fn tree(&mut self, entries: Vec<Entry>) -> Result<ObjectId> {
+        self.0.write_tree(entries)
+    }
+}
+
+/// Write a file's bytes into `objects`: one blob, or a tree of parts when they are over `cap`.
+pub(crate) fn write_file(
+    objects: &mut impl Objects,
+    bytes: &[u8],
+    cap: u64,
+) -> Result<(EntryKind, ObjectId)> {
+    if bytes.len() as u64 <= cap {
+        return Ok((EntryKind::Blob, objects.blob(bytes)?));
+    }
+    let mut entries = Vec::new();
+    for (n, part) in bytes.chunks(cap as usize).enumerate() {
+        entries.push(Entry {
+            mode: EntryKind::Blob.into(),
+            filename: part_name(n).into(),
+            oid: objects.blob(part)?,
+        });
+    }
+    Ok((EntryKind::Tree, objects.tree(entries)?))
+}
+
 impl Mirror {
     /// The largest file the mirror holds in one blob.
     pub fn file_cap(&self) -> Result<u64> {
@@ -43,27 +88,9 @@ impl Mirror {
         }
     }
 
-    /// Write a file's bytes: one blob, or a tree of parts when they are over `cap`.
+    /// Write a file's bytes as loose objects: one blob, or a tree of parts when they are over `cap`.
     pub(crate) fn write_file(&self, bytes: &[u8], cap: u64) -> Result<(EntryKind, ObjectId)> {
-        let blob = |bytes: &[u8]| -> Result<ObjectId> {
-            Ok(self
-                .repo()
-                .write_blob(bytes)
-                .git(|| "write a blob into git".into())?
-                .detach())
-        };
-        if bytes.len() as u64 <= cap {
-            return Ok((EntryKind::Blob, blob(bytes)?));
-        }
-        let mut entries = Vec::new();
-        for (n, part) in bytes.chunks(cap as usize).enumerate() {
-            entries.push(Entry {
-                mode: EntryKind::Blob.into(),
-                filename: part_name(n).into(),
-                oid: blob(part)?,
-            });
-        }
-        Ok((EntryKind::Tree, self.write_tree(entries)?))
+        write_file(&mut Loose(self), bytes, cap)
     }
 
     /// Whether a tree entry is a file: a blob, or a tree that is a cut file.

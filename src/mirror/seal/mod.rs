@@ -8,12 +8,17 @@
 //!   cannot decrypt is told which keys the remote expects (public keys reveal nothing stored);
 //! - `key.age`: the remote's secret (32 random bytes) and the same recipients, encrypted with age
 //!   to each of them (see `header`);
-//! - every plain file, encrypted with age to every recipient, at `<2 hex>/<62 hex>`: the HMAC-SHA256
-//!   of its plain path under the secret (see `names`). The same path under the same secret gets the
-//!   same name, so an unchanged file keeps its name and blob (see `ledger`) and pushes stay
-//!   incremental; a name says nothing of a session id, a sha256, a title or a cwd. The encrypted
-//!   payload is the plain path, a newline, then the file (see `envelope`), so that a file cannot be
-//!   moved to another name unnoticed. A blob over the mirror's cap is cut as plain files are.
+//! - every plain file but the manifests, encrypted with age to every recipient, at
+//!   `<2 hex>/<62 hex>`: the HMAC-SHA256 of its plain path under the secret (see `names`). The same
+//!   path under the same secret gets the same name, so an unchanged file keeps its name and blob
+//!   (see `ledger`) and pushes stay incremental; a name says nothing of a session id, a sha256, a
+//!   title or a cwd. The encrypted payload is the plain path, a newline, then the file (see
+//!   `envelope`), so that a file cannot be moved to another name unnoticed. A blob over the
+//!   mirror's cap is cut as plain files are.
+//! - the manifests, in groups sealed together (see `close`, `envelope`), each at the keyed hash of
+//!   the paths it holds (see `names`).
+//!
+//! The sealed objects are written straight into a pack of the mirror (see `pack`).
 //!
 //! What the host still sees: the number of files, their sizes (zstd-compressed where the plain file
 //! was not compressed already), and the commit times.
@@ -23,6 +28,7 @@ pub mod envelope;
 pub mod header;
 pub mod ledger;
 pub mod names;
+pub mod pack;
 pub mod remote;
 pub mod unseal;
 

@@ -8,10 +8,34 @@ use sha2::Sha256;
 
 /// The folder and file name of the plain `path` under `secret`.
 pub fn name(secret: &[u8; 32], path: &str) -> (String, String) {
+    keyed(secret, b"ctxfold sealed name v1\0", [path])
+}
+
+/// The folder and file name of a group of files sealed together (see `envelope`): keyed by every
+/// path it holds, in order, so that the same group keeps its name and a group cannot be moved to
+/// another's (nor made to look like one file: the domain differs).
+pub fn group_name<'a>(
+    secret: &[u8; 32],
+    paths: impl IntoIterator<Item = &'a str>,
+) -> (String, String) {
+    keyed(secret, b"ctxfold sealed group v1\0", paths)
+}
+
+fn keyed<'a>(
+    secret: &[u8; 32],
+    domain: &[u8],
+    paths: impl IntoIterator<Item = &'a str>,
+) -> (String, String) {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
     // Domain-separated, should the secret ever key anything else.
-    mac.update(b"ctxfold sealed name v1\0");
-    mac.update(path.as_bytes());
+    mac.update(domain);
+    for (n, path) in paths.into_iter().enumerate() {
+        if n > 0 {
+            // No path holds a newline (the envelope is line-based).
+            mac.update(b"\n");
+        }
+        mac.update(path.as_bytes());
+    }
     let hex: String = mac
         .finalize()
         .into_bytes()
@@ -34,5 +58,12 @@ mod tests {
         assert_ne!(one, name(&a, "manifests/s2.json"));
         assert_eq!((one.0.len(), one.1.len()), (2, 62));
         assert!(!format!("{}{}", one.0, one.1).contains("s1"));
+        let group = group_name(&a, ["manifests/s1.json"]);
+        assert_ne!(group, one);
+        assert_eq!(group, group_name(&a, ["manifests/s1.json"]));
+        assert_ne!(
+            group_name(&a, ["manifests/s1.json", "manifests/s2.json"]),
+            group
+        );
     }
 }

@@ -172,6 +172,7 @@ impl Sealed {
             &self.keyring,
             self.header,
             &mut self.ledger,
+            parent.map(|c| mirror.tree_of(c)).transpose()?,
         )?;
         // The message says nothing: the host reads it.
         let sealed = mirror.write_commit(tree, parent.as_slice(), "ctxfold\n")?;
