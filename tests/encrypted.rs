@@ -259,8 +259,19 @@ fn an_encrypted_remote_holds_nothing_readable_and_clones_for_its_recipients_only
     )
     .ok();
     let pushed = w.ctxfold(&a, &["sync"]).ok().stdout_text();
-    assert!(pushed.contains("pushed"), "{pushed}");
+    // What was pushed is named as the remote holds it (the encrypted commit, not the plain one).
     let tip = w.text(&["rev-parse", "ctxfold"]);
+    assert!(pushed.contains(&format!("pushed {tip}:")), "{pushed}");
+    // The listing says which remote is encrypted, and to whom.
+    let listed = w.ctxfold(&a, &["remote", "-v"]).ok().stdout_text();
+    assert_eq!(listed, format!("origin\t{}\tencrypted\n", w.remote_url()));
+    let listed = w
+        .ctxfold(&a, &["remote", "list", "--json"])
+        .ok()
+        .stdout_text();
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["encrypted"], true);
+    assert_eq!(listed["recipients"], serde_json::json!([recipient]));
     // The encrypted objects were written into a pack of the mirror, never as loose objects (which
     // doubled the loose objects a first sync leaves, and cost a repack of them all).
     let mirror = a.store.join("mirror.git");
@@ -583,13 +594,16 @@ fn an_encrypted_push_sends_sessions_holding_secrets_and_keeps_under_the_file_cap
 fn bad_encryption_options_change_nothing() {
     let w = World::new();
     let a = w.machine("a");
-    // No identity here yet: an encrypted remote has nobody to encrypt to.
-    w.ctxfold(
-        &a,
-        &["remote", "add", "origin", w.remote_url(), "--encrypt"],
-    )
-    .fails(3)
-    .one_line_error("ctxfold key new");
+    // No identity here yet: an encrypted remote has nobody to encrypt to (and `remote add` has no
+    // --identity to suggest).
+    let refused = w
+        .ctxfold(
+            &a,
+            &["remote", "add", "origin", w.remote_url(), "--encrypt"],
+        )
+        .fails(3)
+        .one_line_error("ctxfold key new");
+    assert!(!refused.stderr.contains("--identity"), "{}", refused.stderr);
     w.key(&a);
     w.ctxfold(
         &a,
@@ -681,6 +695,28 @@ fn the_ledger_keeps_what_the_remote_holds_and_nothing_else() {
     let head = w.text(&["rev-parse", "ctxfold"]);
     w.ctxfold(&a, &["sync"]).ok();
     assert_eq!(w.text(&["rev-parse", "ctxfold"]), head);
+}
+
+#[test]
+fn a_plain_remote_is_not_encrypted_in_place_and_the_refusal_says_how() {
+    let w = World::new();
+    let a = w.machine("a");
+    w.key(&a);
+    fold(&w, &a, &[own_fixtures_dir().join("pi")]);
+    w.ctxfold(&a, &["remote", "add", "origin", w.remote_url()])
+        .ok();
+    w.ctxfold(&a, &["sync"]).ok();
+    let head = w.text(&["rev-parse", "ctxfold"]);
+    w.ctxfold(&a, &["remote", "remove", "origin"]).ok();
+    w.ctxfold(
+        &a,
+        &["remote", "add", "origin", w.remote_url(), "--encrypt"],
+    )
+    .ok();
+    w.ctxfold(&a, &["sync"])
+        .fails(3)
+        .one_line_error("new empty repository");
+    assert_eq!(w.text(&["rev-parse", "ctxfold"]), head, "nothing pushed");
 }
 
 fn hex(bytes: &[u8]) -> String {

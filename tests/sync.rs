@@ -683,7 +683,8 @@ fn remotes_are_added_listed_and_removed_and_sync_needs_one() {
         .stdout_text();
     assert_eq!(
         listed,
-        "{\"name\":\"one\",\"url\":\"/one\"}\n{\"name\":\"two\",\"url\":\"/two\"}\n"
+        "{\"name\":\"one\",\"url\":\"/one\",\"encrypted\":false,\"recipients\":[]}\n\
+         {\"name\":\"two\",\"url\":\"/two\",\"encrypted\":false,\"recipients\":[]}\n"
     );
     w.ctxfold(&w.a, &["remote", "remove", "one"]).ok();
     w.ctxfold(&w.a, &["remote", "remove", "one"])

@@ -20,7 +20,8 @@ use crate::mirror::{Mirror, git};
 ///
 /// `ctxfold remote` alone prints the remotes' names, one a line, as git's does; `ctxfold remote -v`
 /// and `ctxfold remote list` print each name, a tab and its URL (one line a remote: sync fetches
-/// from and pushes to that URL, unless git's own remote.<name>.pushurl says otherwise).
+/// from and pushes to that URL, unless git's own remote.<name>.pushurl says otherwise), and for an
+/// encrypted remote a tab and `encrypted` (with --json, `"encrypted"` and its `"recipients"`).
 ///
 /// `ctxfold remote add NAME URL --encrypt` makes an encrypted remote, the way a remote on a git
 /// host is meant to be used: everything sync pushes there (packs, objects, manifests, seed
@@ -31,7 +32,10 @@ use crate::mirror::{Mirror, git};
 /// same file keeps its name, so pushes stay incremental; no name says anything of a session, a
 /// hash, a title or a folder). Without --encrypt a remote is plain, as git's: the host reads every
 /// session (a private server of your own), and sync refuses to push sessions that hold credentials
-/// there (see ctxfold-sync). `ctxfold clone` recognises an encrypted remote by itself.
+/// there (see ctxfold-sync). `ctxfold clone` recognises an encrypted remote by itself. A remote that
+/// holds sessions in clear is not encrypted in place (its history would keep them): to move to an
+/// encrypted one, make a new empty repository, `ctxfold remote remove NAME`, `ctxfold remote add
+/// NAME NEW-URL --encrypt` and sync, then delete the old repository.
 ///
 /// `ctxfold remote recipients add NAME age1…` re-encrypts what the remote holds to the recipients
 /// and the new one, in one commit pushed there; `remove` does likewise without it, under a new
@@ -81,7 +85,8 @@ pub enum Action {
         /// Its name
         name: String,
     },
-    /// List the remotes: name, a tab, URL (with --json, JSON Lines {"name","url"})
+    /// List the remotes: name, a tab, URL, and a tab and `encrypted` for an encrypted one (with
+    /// --json, JSON Lines {"name","url","encrypted","recipients"})
     List {
         /// JSON Lines
         #[arg(long)]
@@ -249,6 +254,13 @@ impl RemoteArgs {
 
 /// This machine's recipient and the ones named: the recipients of a new encrypted remote.
 fn encrypted_to(named: &[String], files: &[PathBuf]) -> Result<Vec<Recipient>> {
+    let path = keys::default_path()?;
+    if !path.exists() {
+        return Err(Error::refused(format!(
+            "no age identity at {}: `ctxfold key new` makes one, then add the remote again",
+            path.display()
+        )));
+    }
     let ours = identities(None)?;
     let mut recipients: Vec<Recipient> = ours.iter().map(|i| i.to_public()).collect();
     for text in named {
@@ -260,6 +272,16 @@ fn encrypted_to(named: &[String], files: &[PathBuf]) -> Result<Vec<Recipient>> {
     Ok(canonical(recipients))
 }
 
+/// A remote as `list --json` prints it.
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    name: &'a str,
+    url: &'a str,
+    encrypted: bool,
+    /// Empty for a plain remote.
+    recipients: Vec<String>,
+}
+
 /// What a listing prints of each remote.
 enum Listing {
     Names,
@@ -269,13 +291,37 @@ enum Listing {
 
 fn list(io: &mut Io<'_>, git_dir: &Path, listing: Listing) -> Result<()> {
     for remote in git::remotes(git_dir)? {
+        let recipients = match listing {
+            Listing::Names => Vec::new(),
+            _ => configured(git_dir, &remote.name)?,
+        };
         match listing {
             Listing::Names => emit(io.out, &remote.name)?,
-            Listing::Urls => emit(io.out, format_args!("{}\t{}", remote.name, remote.url))?,
-            Listing::Json => emit(
+            Listing::Urls => emit(
                 io.out,
-                serde_json::to_string(&remote).expect("remotes serialize"),
+                format_args!(
+                    "{}\t{}{}",
+                    remote.name,
+                    remote.url,
+                    if recipients.is_empty() {
+                        ""
+                    } else {
+                        "\tencrypted"
+                    }
+                ),
             )?,
+            Listing::Json => {
+                let listed = Listed {
+                    name: &remote.name,
+                    url: &remote.url,
+                    encrypted: !recipients.is_empty(),
+                    recipients: recipients.iter().map(|r| r.to_string()).collect(),
+                };
+                emit(
+                    io.out,
+                    serde_json::to_string(&listed).expect("remotes serialize"),
+                )?
+            }
         }
     }
     Ok(())

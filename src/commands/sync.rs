@@ -57,7 +57,9 @@ use crate::store::packing;
 /// earlier mirror commit holds (a sync whose push failed) that the store can no longer read, taken
 /// out and collected since, is refused likewise: what cannot be scanned is not sent unasked.
 ///
-/// Prints what changed (with --json, one JSON object, the notes in its `unplaced`).
+/// Prints what changed (with --json, one JSON object, the notes in its `unplaced`). `pushed COMMIT`
+/// names the commit the remote got: for an encrypted remote, the encrypted one the host holds (in
+/// JSON, `commit` is this mirror's commit and `remote_commit` the remote's).
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-sync", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct SyncArgs {
@@ -221,18 +223,19 @@ fn report(io: &mut Io<'_>, outcome: &Outcome, json: bool) -> Result<Status> {
             ),
         )?;
     }
-    let pushed = match outcome.commit {
-        Some(commit) if outcome.pushed && outcome.sessions_with_secrets > 0 => format!(
-            "pushed {commit}: {} new or changed there, {} holding secrets",
+    // What was pushed is what the remote got (for an encrypted remote, not the commit here).
+    let pushed = match (outcome.commit, outcome.remote_commit) {
+        (Some(_), Some(sent)) if outcome.pushed && outcome.sessions_with_secrets > 0 => format!(
+            "pushed {sent}: {} new or changed there, {} holding secrets",
             count(outcome.sessions_pushed, "session"),
             count(outcome.sessions_with_secrets, "session")
         ),
-        Some(commit) if outcome.pushed => format!(
-            "pushed {commit}: {} new or changed there",
+        (Some(_), Some(sent)) if outcome.pushed => format!(
+            "pushed {sent}: {} new or changed there",
             count(outcome.sessions_pushed, "session")
         ),
-        Some(commit) => format!("at {commit}, nothing to push"),
-        None => "both sides empty, nothing to push".into(),
+        (Some(commit), _) => format!("at {commit}, nothing to push"),
+        (None, _) => "both sides empty, nothing to push".into(),
     };
     emit(
         io.out,

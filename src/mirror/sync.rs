@@ -28,6 +28,10 @@ pub struct Outcome {
     /// The branch's commit afterwards (`None`: both sides empty).
     #[serde(serialize_with = "hex")]
     pub commit: Option<ObjectId>,
+    /// The commit the remote's branch is at afterwards (`None`: no branch there): for an encrypted
+    /// remote, the encrypted commit the host holds, not the plain one here.
+    #[serde(serialize_with = "hex")]
+    pub remote_commit: Option<ObjectId>,
     pub pushed: bool,
     /// Sessions the push gave the remote: folded here, and not there or folded otherwise there.
     pub sessions_pushed: u64,
@@ -113,6 +117,7 @@ fn sync_locked(
     };
     let (commit, push) = settle(&mirror, store, mine, theirs, &merged, remote)?;
     let mut sessions_pushed = 0;
+    let mut remote_commit = fetched;
     if let (Some(commit), true) = (commit, push) {
         sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
         let sent = match &mut sealed {
@@ -120,6 +125,7 @@ fn sync_locked(
             None => commit,
         };
         git::push(git_dir, remote, sent)?;
+        remote_commit = Some(sent);
     }
     if let Some(sealed) = &sealed {
         sealed.save()?;
@@ -128,6 +134,7 @@ fn sync_locked(
     Ok(Outcome {
         remote: remote.to_string(),
         commit,
+        remote_commit,
         pushed: push,
         sessions_pushed,
         sessions_with_secrets: if push { sessions_with_secrets } else { 0 },

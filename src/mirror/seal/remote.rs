@@ -85,7 +85,9 @@ impl Sealed {
             if tree.is_some() {
                 return Err(Error::refused(format!(
                     "{remote} holds sessions unencrypted, and this machine encrypts it: an \
-                     encrypted remote needs a repository of its own"
+                     encrypted remote needs a new empty repository (`ctxfold remote remove \
+                     {remote}`, `ctxfold remote add {remote} NEW-URL --encrypt`, sync, then delete \
+                     the old one: its history keeps every session in clear)"
                 )));
             }
             // A new remote: a new secret, for the configured recipients.
