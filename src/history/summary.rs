@@ -16,14 +16,14 @@ use serde::Serialize;
 use super::ends;
 use super::ends_cache::{Ends, EndsCache};
 use super::named::file_of;
-use crate::agents::Agent;
 use crate::agents::Homes;
 use crate::agents::place::started;
+use crate::agents::{Agent, Titles};
 use crate::error::{Error, Result};
 use crate::fold::compare::{State as Compared, compare};
 use crate::fold::stamp::Stamp;
 use crate::fold::stamps::Stamps;
-use crate::sources::{Discovery, Found, discover};
+use crate::sources::{Discovery, Found, discover_titled};
 use crate::store::Store;
 use crate::store::heads::{Head, Heads};
 use crate::store::manifest::Source;
@@ -196,10 +196,13 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
                     .insert(head.source.sha256);
                 let mut summary = Summary::of_head(store, &head, &cache);
                 // A session folded from outside the agents' homes (`fold PATH`) is on disk too
-                // while its file is where it was folded from.
+                // while its file is where it was folded from. Its title is read only if the
+                // file speaks (it grew or changed), as for the sessions under the homes.
                 let elsewhere = || {
                     let path = file_of(&head.session)?;
-                    let found = discover(homes, &[path], &[]).sessions.pop()?;
+                    let found = discover_titled(homes, &[path], &[], Titles::Later)
+                        .sessions
+                        .pop()?;
                     (found.session.id == *id).then_some(found)
                 };
                 match on_disk.get(id.as_str()) {
