@@ -375,3 +375,226 @@ fn recall_says_to_try_grep_when_no_seed_record_matches() {
         "{run:?}"
     );
 }
+
+/// A session of JSON lines whose strings spell the words of the patterns below in every way JSON
+/// may write them (escaped quotes and newlines, `\u` escapes, `\/`, JSON written as a string,
+/// under opaque keys), in strings long and short, and a few lines that are not JSON objects.
+fn escaped_session(lines: usize, seed: u64) -> String {
+    let mut rng = common::Rng::new(seed);
+    let words = [
+        "cooldown",
+        r"cool\u0064own",
+        r"COOL\nDOWN",
+        "say \\\"hi\\\"",
+        r"caf\u00e9",
+        "café",
+        r"back\\slash",
+        r"a\/b",
+        "two",
+        r"one\ntwo",
+        r"x\ty",
+        "cool-down",
+        "cooldowns",
+        "z",
+        "123",
+        r"\ud83d\ude00",
+    ];
+    let text = |rng: &mut common::Rng, n: u64| -> String {
+        (0..n)
+            .map(|_| words[rng.below(words.len() as u64) as usize])
+            .collect::<Vec<_>>()
+            .join(if rng.below(3) == 0 { r"\n" } else { " " })
+    };
+    let mut out = String::new();
+    for i in 0..lines {
+        let line = match rng.below(8) {
+            0 => format!(r#"{{"n":{i},"text":"{}"}}"#, text(&mut rng, 3)),
+            1 => format!(
+                r#"{{"n":{i},"long":"{}","short":"{}","more":["{}","{}"]}}"#,
+                text(&mut rng, 60),
+                text(&mut rng, 2),
+                text(&mut rng, 40),
+                text(&mut rng, 1)
+            ),
+            2 => format!(
+                r#"{{"n":{i},"arguments":"{{\"cmd\":\"{}\",\"why\":\"{}\"}}"}}"#,
+                text(&mut rng, 2).replace('\\', r"\\").replace('"', r#"\""#),
+                text(&mut rng, 30)
+                    .replace('\\', r"\\")
+                    .replace('"', r#"\""#)
+            ),
+            3 => format!(
+                r#"{{"n":{i},"encrypted_content":"{}","data":["{}"],"text":"{}"}}"#,
+                text(&mut rng, 30),
+                text(&mut rng, 30),
+                text(&mut rng, 1)
+            ),
+            4 => format!("not json {} cooldown \"quoted\"", text(&mut rng, 2)),
+            5 => format!(
+                r#"["{}", {{"k":"{}"}}, 7]"#,
+                text(&mut rng, 50),
+                text(&mut rng, 2)
+            ),
+            6 => format!(
+                r#"{{"n":{i},"a":"{}","b":"{}","c":"{}"}}"#,
+                text(&mut rng, 1),
+                text(&mut rng, 1),
+                text(&mut rng, 45)
+            ),
+            _ => format!(r#"{{"n":{i},"nested":{{"deep":"{}"}}}}"#, text(&mut rng, 8)),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The counts `ctxfold grep -c ARGS` gives, without the session ids.
+fn counts(env: &Env, args: &[&str]) -> Vec<String> {
+    let run = env.run("ctxfold", [&["grep", "-c"], args].concat());
+    assert!(
+        run.code == Some(0) || run.code == Some(1),
+        "{args:?}: {run:?}"
+    );
+    (run.stdout_text().lines())
+        .map(|l| l.rsplit(':').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn counts_of_a_session_in_small_parts_loose_or_packed_are_its_files_and_nothing_is_written() {
+    let env = Env::new();
+    let bare = Env::new();
+    let file = env.path("rollout-2026-12-02T10-00-00-0f1d0000-0000-7000-8000-00000000e5c0.jsonl");
+    std::fs::write(&file, escaped_session(600, 40)).unwrap();
+    let id = "0f1d0000-0000-7000-8000-00000000e5c0";
+    // Strings of 128 bytes and more are fields; residual parts of 64 to 1024 bytes cut through
+    // lines, strings and escapes.
+    let small = [
+        "--field-threshold",
+        "128",
+        "--cdc-min-bytes",
+        "64",
+        "--cdc-average-bytes",
+        "256",
+        "--cdc-max-bytes",
+        "1024",
+    ];
+    let parts = env
+        .run(
+            "ctxfold-split",
+            [&["--write"], &small[..], &[file.to_str().unwrap()]].concat(),
+        )
+        .ok();
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        [
+            &["--session-id", id, "--source", file.to_str().unwrap()],
+            &small[..],
+        ]
+        .concat(),
+        &parts.stdout,
+    )
+    .ok();
+    std::fs::remove_file(&file).unwrap();
+    let copy = bare.path("session.jsonl");
+    std::fs::write(&copy, escaped_session(600, 40)).unwrap();
+    let patterns: [&[&str]; 22] = [
+        &["-F", "cooldown"],
+        &["-i", "-F", "COOLDOWN"],
+        &["-w", "cool"],
+        &["-F", "cool down"],
+        &[r"cool\w+"],
+        &["-S", "cool.down"],
+        &[r"(?i)cool\s+down"],
+        &["-F", "café"],
+        &["-F", "é"],
+        &["-F", "😀"],
+        &["-F", r#"say "hi""#],
+        &["-F", r"back\slash"],
+        &["-F", "a/b"],
+        &["-F", "x\ty"],
+        &[r"one\ntwo"],
+        &["^two"],
+        &["two$"],
+        &["-e", "z", "-e", "cooldowns"],
+        &[r"[0-9]{3}"],
+        &["-F", "quoted"],
+        &["-m", "3", "-F", "cooldown"],
+        &["-F", "no such words"],
+    ];
+    let expected: Vec<Vec<String>> = (patterns.iter())
+        .map(|p| counts(&bare, &[*p, &[copy.to_str().unwrap()][..]].concat()))
+        .collect();
+    assert!(
+        expected.iter().filter(|c| !c.is_empty()).count() >= 18,
+        "{expected:?}"
+    );
+    for stage in ["loose", "packed"] {
+        if stage == "packed" {
+            env.run("ctxfold", ["repack", "-q"]).ok();
+            assert!(
+                std::fs::read_dir(env.store.join("packs-ctxfold"))
+                    .unwrap()
+                    .count()
+                    >= 2,
+                "repacked"
+            );
+        }
+        // A first run may write the listing's caches; the next ones write nothing.
+        counts(&env, &["cooldown"]);
+        let before = Env::snapshot(&env.store);
+        for (pattern, expected) in patterns.iter().zip(&expected) {
+            assert_eq!(&counts(&env, pattern), expected, "{stage}: {pattern:?}");
+            assert_eq!(
+                listed(&env, &[&["-l"], *pattern].concat()).len(),
+                expected.len(),
+                "{stage}: -l {pattern:?}"
+            );
+        }
+        assert!(
+            Env::snapshot(&env.store) == before,
+            "{stage}: grep wrote to the store"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_pack_block_fails_the_sessions_that_need_it_and_no_other() {
+    let env = Env::new();
+    fold_all(
+        &env,
+        &[
+            own_fixture(own::CLAUDE_SESSION),
+            own_fixture(own::PI_AGENT_WORK),
+        ],
+    );
+    env.run("ctxfold", ["repack", "-q"]).ok();
+    let healthy = listed(&env, &["-l", "(?s)."]);
+    assert_eq!(healthy.len(), 2, "{healthy:?}");
+    // Damage the bytes of the pack's first block, which holds the first session's objects.
+    let dir = env.store.join("packs-ctxfold");
+    let pack = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "pack"))
+        .unwrap();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    for b in &mut bytes[64..96] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&pack, &bytes).unwrap();
+    let before = Env::snapshot(&env.store);
+    let run = env.run("ctxfold", ["grep", "-c", "(?s)."]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("session "), "{run:?}");
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+    // Each session is counted, or said to have failed (at least one needs the damaged block).
+    let failed = run.stderr.lines().count();
+    assert!(failed >= 1, "{run:?}");
+    assert_eq!(run.stdout_text().lines().count() + failed, 2, "{run:?}");
+    assert!(
+        Env::snapshot(&env.store) == before,
+        "grep wrote to the store"
+    );
+}

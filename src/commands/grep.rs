@@ -171,6 +171,13 @@ impl GrepArgs {
             },
         )?;
         let store = open_if_any(&self.store)?;
+        if let Some(store) = &store {
+            // Manifests (packed ones too) and sessions are read in order, each from a few
+            // neighbouring blocks: a larger cache of decoded blocks only adds to the peak.
+            store
+                .odb()
+                .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
+        }
         let mut status = Status::Success;
         let targets = self.targets(io, store.as_ref(), &specs, &mut status)?;
         let limits = Limits {

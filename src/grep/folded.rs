@@ -1,24 +1,26 @@
-//! A folded session's lines, told without reading what was read before: each line is named by the
-//! pieces of stored objects it is made of (an object, a range of it), and a line made of the same
-//! pieces as one searched already, in this session or another (forks and resumes repeat most of
-//! their lines, and fold stores them as the same objects), is not read again: its answer is
-//! remembered. A field (one JSON string, stored as an object of its own: a tool's output, a
-//! system prompt every session repeats) is searched once, alone: one without a match is never read
-//! again, its lines read it as the empty string. A residual object is read once to find where its
-//! lines end, and again only for a line not yet searched. A line is searched whole, reassembled
-//! from its pieces, so a match that straddles two parts is found as any other.
+//! A folded session's lines, told from what its objects hold ([`objects`]) without reading them
+//! again: a line inside one residual object was searched when the object was read; a line made
+//! of several pieces (a field, the end of one residual object and the start of the next) is told
+//! from its pieces when none of them may hold a match but its fields, whose matching text lines
+//! add up as the line's would (see [`count_values`]), and is read whole, reassembled from its
+//! pieces, only when one may: where its residual bytes hold a literal of the pattern or an escape,
+//! the bytes across a cut between two residual objects included, so that a match that straddles
+//! two parts is found as any other. Fields without a match are read as the empty string there.
+//! A line read whole is remembered by the pieces it is made of: forks and resumes repeat lines.
 //!
 //! Memory is bounded: what is remembered stops growing at a fixed number of lines and objects
-//! (past it, lines are read as any unseen line), and the objects kept for the next line are a few
-//! megabytes per thread.
+//! (past it, lines are read again), and the objects kept for the next line are a few megabytes
+//! per thread.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use foldhash::fast::RandomState;
 
-use super::matches::count;
+use super::matches::{count_values, value_lines};
+use super::objects::{Field, Known, Objects, Residual};
 use super::pattern::Pattern;
+use super::prefilter::Prefilter;
 use super::strings::{Texts, opaque_at};
 use super::{Found, Limits};
 use crate::digest::Digest;
@@ -29,18 +31,14 @@ use crate::store::manifest::{Manifest, ObjectRef, PartKind};
 
 /// Lines remembered at most (24 bytes each, and the table's slack: under 48 MiB).
 const MAX_LINES: usize = 1 << 20;
-/// Residual objects whose line ends are remembered at most.
-const MAX_OBJECTS: usize = 1 << 18;
-/// Decoded objects kept per thread for the lines that follow, in bytes.
-const KEPT_BYTES: usize = 8 << 20;
+/// Decoded objects kept per thread for the lines read whole that follow, in bytes.
+const KEPT_BYTES: usize = 2 << 20;
 
-/// What the threads of one search share: the lines searched, where objects' lines end, and which
-/// fields hold a match.
+/// What the threads of one search share: what each object holds, and the lines read whole.
 #[derive(Default)]
 pub struct Memo {
+    pub objects: Objects,
     lines: Mutex<HashMap<[u64; 2], u32, RandomState>>,
-    ends: Mutex<HashMap<Digest, Arc<[u32]>, RandomState>>,
-    fields: Mutex<HashMap<Digest, bool, RandomState>>,
 }
 
 /// The objects one thread read last.
@@ -81,14 +79,19 @@ impl Kept {
     }
 }
 
-/// A range of one object, part of a line.
+/// A piece of a line: a field, or a segment of a residual object.
 struct Piece {
     object: ObjectRef,
-    start: u32,
-    end: u32,
-    /// A field that holds no match (opaque data, under `encrypted_content` or a base64 image, is
-    /// never searched): not read, the line reads it as the empty string.
-    blank: bool,
+    what: What,
+}
+
+enum What {
+    /// A field under an opaque key (encrypted content, a base64 image): never read, the line
+    /// reads it as the empty string.
+    Blank,
+    Field(Arc<Field>),
+    /// Segment `.1` of a residual object (see [`Residual`]).
+    Segment(Arc<Residual>, u32),
 }
 
 /// One folded session searched.
@@ -112,43 +115,53 @@ impl Walk<'_> {
         };
         for part in &self.manifest.parts {
             let object = part.object;
-            let Ok(len) = u32::try_from(object.raw_bytes) else {
-                // Larger than any part fold writes: searched as a line of its own making.
+            if u32::try_from(object.raw_bytes).is_err() {
+                // Larger than any part fold writes.
                 return Err(crate::error::Error::corrupt(format!(
                     "session {}: a part of {} bytes",
                     self.manifest.session.id, object.raw_bytes
                 )));
-            };
-            if len == 0 {
+            }
+            if object.raw_bytes == 0 {
                 continue;
             }
-            // A field is one JSON string as written: it holds no line end.
-            let ends = match part.kind {
-                PartKind::Field => None,
-                PartKind::Residual => Some(self.ends(&object, kept)?),
+            let residual = match part.kind {
+                PartKind::Field if part.json_path.as_deref().is_some_and(opaque_at) => {
+                    state.pieces.push(Piece {
+                        object,
+                        what: What::Blank,
+                    });
+                    continue;
+                }
+                PartKind::Field => {
+                    let Known::Field(field) = self.known(&object, part.kind, kept, &mut state)?
+                    else {
+                        unreachable!("a field is known as one")
+                    };
+                    state.pieces.push(Piece {
+                        object,
+                        what: What::Field(field),
+                    });
+                    continue;
+                }
+                PartKind::Residual => match self.known(&object, part.kind, kept, &mut state)? {
+                    Known::Residual(residual) => residual,
+                    Known::Field(_) => unreachable!("a residual object is known as one"),
+                },
             };
-            let blank = part.kind == PartKind::Field
-                && (part.json_path.as_deref().is_some_and(opaque_at)
-                    || !self.field_matches(&object, kept, &mut state.texts)?);
-            let mut from = 0;
-            for &end in ends.iter().flat_map(|e| e.iter()) {
+            for j in 0..residual.newlines {
                 state.pieces.push(Piece {
                     object,
-                    start: from,
-                    end: end + 1,
-                    blank,
+                    what: What::Segment(residual.clone(), j),
                 });
-                from = end + 1;
                 if self.line_done(&mut state, kept)? {
                     return Ok(state.found);
                 }
             }
-            if from < len {
+            if residual.last_start < residual.len {
                 state.pieces.push(Piece {
                     object,
-                    start: from,
-                    end: len,
-                    blank,
+                    what: What::Segment(residual.clone(), residual.newlines),
                 });
             }
         }
@@ -158,77 +171,166 @@ impl Walk<'_> {
         Ok(state.found)
     }
 
-    /// Where `object`'s lines end (its `\n`s).
-    fn ends(&self, object: &ObjectRef, kept: &mut Kept) -> Result<Arc<[u32]>> {
-        if let Some(ends) = self.memo.ends.lock().expect("memo").get(&object.sha256) {
-            return Ok(ends.clone());
-        }
-        let bytes = kept.get(self.store, object)?;
-        let ends: Arc<[u32]> = memchr::memchr_iter(b'\n', &bytes)
-            .map(|i| i as u32)
-            .collect();
-        let mut memo = self.memo.ends.lock().expect("memo");
-        if memo.len() < MAX_OBJECTS {
-            memo.insert(object.sha256, ends.clone());
-        }
-        Ok(ends)
-    }
-
-    /// Whether the field `object` (a JSON string as written) holds a match.
-    fn field_matches(
+    /// What `object` holds: from the memo, else read now.
+    fn known(
         &self,
         object: &ObjectRef,
+        kind: PartKind,
         kept: &mut Kept,
-        texts: &mut Texts,
-    ) -> Result<bool> {
-        if let Some(&known) = self.memo.fields.lock().expect("memo").get(&object.sha256) {
+        state: &mut State,
+    ) -> Result<Known> {
+        let key = (object.sha256, kind == PartKind::Field);
+        let objects = &self.memo.objects;
+        if let Some(known) = objects.get(self.store, &key, self.pattern, &mut state.texts) {
             return Ok(known);
         }
-        let token = kept.get(self.store, object)?;
-        let mut line = Vec::with_capacity(token.len() + 2);
-        line.push(b'[');
-        line.extend_from_slice(&token);
-        line.push(b']');
-        let found = count(self.pattern, texts, &line) > 0;
-        let mut memo = self.memo.fields.lock().expect("memo");
-        if memo.len() < MAX_OBJECTS {
-            memo.insert(object.sha256, found);
-        }
-        Ok(found)
+        let bytes = kept.get(self.store, object)?;
+        let known = objects.know(kind, &bytes, self.pattern, &mut state.texts);
+        self.memo.objects.insert(key, known.clone());
+        Ok(known)
     }
 
-    /// Search the line `state.pieces` make (or remember its answer); true when the session needs
-    /// no more searching.
+    /// Count the line `state.pieces` make; true when the session needs no more searching.
     fn line_done(&self, state: &mut State, kept: &mut Kept) -> Result<bool> {
         state.number += 1;
-        let key = key(&state.pieces);
-        let known = self.memo.lines.lock().expect("memo").get(&key).copied();
-        let matching = match known {
-            Some(n) => u64::from(n),
-            None => {
-                state.line.clear();
-                for piece in &state.pieces {
-                    if piece.blank {
-                        state.line.extend_from_slice(b"\"\"");
-                        continue;
-                    }
-                    let bytes = kept.get(self.store, &piece.object)?;
-                    state
-                        .line
-                        .extend_from_slice(&bytes[piece.start as usize..piece.end as usize]);
-                }
-                let text = trim_end(&state.line);
-                let n = count(self.pattern, &mut state.texts, text);
-                let mut memo = self.memo.lines.lock().expect("memo");
-                if memo.len() < MAX_LINES {
-                    memo.insert(key, n.try_into().unwrap_or(u32::MAX));
-                }
-                n
+        let matching = match state.pieces.as_slice() {
+            [
+                Piece {
+                    what: What::Segment(residual, j),
+                    ..
+                },
+            ] => u64::from(residual.count(*j)),
+            pieces if may_match(pieces, self.pattern.prefilter.as_ref()) => {
+                self.read_whole(state, kept)?
             }
+            pieces => count_values(pieces.iter().filter_map(|p| match &p.what {
+                What::Field(field) => Some(&field.lines[..]),
+                _ => None,
+            })),
         };
         state.pieces.clear();
         Ok(state.found.add(state.number, matching, self.limits))
     }
+
+    /// Search the line `state.pieces` make whole (or remember its answer).
+    fn read_whole(&self, state: &mut State, kept: &mut Kept) -> Result<u64> {
+        let key = key(&state.pieces);
+        if let Some(&n) = self.memo.lines.lock().expect("memo").get(&key) {
+            return Ok(u64::from(n));
+        }
+        // A field that is a string of the line's JSON object is read as the empty string, and
+        // its matching lines (searched when it was read) put in its place: a line is read whole
+        // without reading its fields again. At the line's ends a field is read as written: it
+        // decides whether the line is JSON at all.
+        state.line.clear();
+        let mut fields: Vec<(usize, &Field)> = Vec::new();
+        let last = state.pieces.len() - 1;
+        for (i, piece) in state.pieces.iter().enumerate() {
+            let range = match &piece.what {
+                What::Blank => None,
+                What::Field(field) if field.string && i != 0 && i != last => {
+                    fields.push((state.line.len() + 1, field));
+                    None
+                }
+                What::Field(_) => Some(0..piece.object.raw_bytes as usize),
+                What::Segment(residual, j) => match residual.kept(*j) {
+                    Some(bytes) => {
+                        state.line.extend_from_slice(bytes);
+                        continue;
+                    }
+                    None => Some(residual.range(*j)),
+                },
+            };
+            match range {
+                None => state.line.extend_from_slice(b"\"\""),
+                Some(range) => {
+                    let bytes = kept.get(self.store, &piece.object)?;
+                    state.line.extend_from_slice(&bytes[range]);
+                }
+            }
+        }
+        let texts = &mut state.texts;
+        texts.decode(trim_end(&state.line));
+        let found = value_lines(&self.pattern.regex, texts);
+        let mut at = 0;
+        let values = texts.values.iter().enumerate().map(|(i, value)| {
+            let field = (fields.iter()).find(|(start, _)| value.raw == (*start..*start));
+            if let Some((_, field)) = field {
+                return &field.lines[..];
+            }
+            let from = at;
+            while found.get(at).is_some_and(|&(v, _)| v as usize == i) {
+                at += 1;
+            }
+            &found[from..at]
+        });
+        let n = count_values(values);
+        let mut memo = self.memo.lines.lock().expect("memo");
+        if memo.len() < MAX_LINES {
+            memo.insert(key, n.try_into().unwrap_or(u32::MAX));
+        }
+        Ok(n)
+    }
+}
+
+/// Whether a line of several pieces may hold a match elsewhere than in its fields, or may not be a
+/// JSON object or array whose strings its fields are: then it is read whole.
+fn may_match(pieces: &[Piece], prefilter: Option<&Prefilter>) -> bool {
+    let Some(prefilter) = prefilter else {
+        return true;
+    };
+    let starts_json = match pieces.first().map(|p| &p.what) {
+        // A line's first piece is a residual object's last segment, or the whole object.
+        Some(What::Segment(residual, j)) => {
+            *j == residual.newlines && matches!(residual.last_first, Some(b'{' | b'['))
+        }
+        _ => false,
+    };
+    let ends_json = match pieces.last().map(|p| &p.what) {
+        Some(What::Segment(residual, 0)) => matches!(residual.first_last, Some(b'}' | b']')),
+        _ => false,
+    };
+    if !starts_json || !ends_json {
+        return true;
+    }
+    let longest = prefilter.longest();
+    // The last bytes of the residual pieces since the last field, for a hit across a cut.
+    let mut edge: Vec<u8> = Vec::new();
+    let mut after_residual = false;
+    for piece in pieces {
+        let (residual, j) = match &piece.what {
+            What::Segment(residual, j) => (residual, *j),
+            What::Field(field) if !field.string => return true,
+            What::Field(_) | What::Blank => {
+                after_residual = false;
+                continue;
+            }
+        };
+        if residual.is_flagged(j) {
+            return true;
+        }
+        let range = residual.range(j);
+        if !after_residual {
+            edge.clear();
+        } else {
+            // This piece starts its object: its first bytes follow the edge.
+            let mut window = edge.clone();
+            window.extend_from_slice(&residual.head[..residual.head.len().min(range.end)]);
+            if prefilter.may_match(&window) {
+                return true;
+            }
+        }
+        if range.end == residual.len as usize {
+            // The piece's last bytes (all of it when it is shorter than the edge).
+            let tail_start = residual.len as usize - residual.tail.len();
+            edge.extend_from_slice(&residual.tail[range.start.saturating_sub(tail_start)..]);
+            if edge.len() > longest {
+                edge.drain(..edge.len() - longest);
+            }
+        }
+        after_residual = true;
+    }
+    false
 }
 
 struct State {
@@ -239,13 +341,16 @@ struct State {
     number: u64,
 }
 
-/// A line's name: the objects and ranges it is made of (the same pieces are the same bytes).
+/// A line's name: the objects and segments it is made of (the same pieces are the same bytes).
 fn key(pieces: &[Piece]) -> [u64; 2] {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     for piece in pieces {
         hasher.update(piece.object.sha256.as_bytes());
-        hasher.update(&piece.start.to_le_bytes());
-        hasher.update(&piece.end.to_le_bytes());
+        let segment = match &piece.what {
+            What::Segment(_, j) => *j,
+            What::Field(_) | What::Blank => u32::MAX,
+        };
+        hasher.update(&segment.to_le_bytes());
     }
     let hash = hasher.digest128();
     // Two halves: a table of u128 keys pads each entry to 32 bytes.

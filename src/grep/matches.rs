@@ -85,17 +85,70 @@ pub fn lines_of(texts: &Texts, matches: &[Match]) -> Vec<(usize, usize)> {
     lines
 }
 
-/// How many text lines of `line` (a JSONL line without its `\n`) hold a match.
+/// The text lines of each value of `texts` that hold a match, each as its value's index and a hash
+/// of its bytes, in order, each once: what [`count`] counts of one value, before it leaves out the
+/// lines an earlier value of the same JSON line holds too. For a value that is a stored field,
+/// searched alone: [`count_values`] adds up a line's fields as [`count`] counts the line.
+pub fn value_lines(regex: &Regex, texts: &Texts) -> Vec<(u32, u128)> {
+    let mut found = Vec::new();
+    if !regex.is_match(&texts.text) {
+        return found;
+    }
+    for (i, value) in texts.values.iter().enumerate() {
+        let text = &texts.text[value.text.clone()];
+        // As `matches` tells a match's text line: the one its start is on, or the one of the
+        // match before when it starts at that line's end.
+        let mut line: Option<Range<usize>> = None;
+        for m in regex.find_iter(text).filter(|m| !m.is_empty()) {
+            match &line {
+                Some(l) if m.start() <= l.end => continue,
+                before => {
+                    let from = before.as_ref().map_or(0, |l| l.end);
+                    let start = memchr::memrchr(b'\n', &text[from..m.start()])
+                        .map_or(from, |i| from + i + 1);
+                    let end = memchr::memchr(b'\n', &text[m.start()..])
+                        .map_or(text.len(), |i| m.start() + i);
+                    line = Some(start..end);
+                    let hash = xxhash_rust::xxh3::xxh3_128(&text[start..end]);
+                    found.push((i as u32, hash));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// How many text lines hold a match in a JSON line whose only matches are in `values` (each
+/// value's [`value_lines`], in the line's order): a text line an earlier value holds is left out.
+pub fn count_values<'a>(values: impl IntoIterator<Item = &'a [(u32, u128)]>) -> u64 {
+    let mut seen: HashSet<u128> = HashSet::new();
+    let mut this: Vec<u128> = Vec::new();
+    let mut n = 0;
+    for lines in values {
+        let mut value = None;
+        for &(i, hash) in lines {
+            if value != Some(i) {
+                seen.extend(this.drain(..));
+                value = Some(i);
+            }
+            if !seen.contains(&hash) {
+                n += 1;
+                this.push(hash);
+            }
+        }
+        seen.extend(this.drain(..));
+    }
+    n
+}
+
+/// How many text lines of `line` (a JSONL line without its `\n`) hold a match: the lines
+/// [`lines_of`] tells of [`matches`], without building every match of a common word.
 pub fn count(pattern: &Pattern, texts: &mut Texts, line: &[u8]) -> u64 {
     if (pattern.prefilter.as_ref()).is_some_and(|pre| !pre.may_match(line)) {
         return 0;
     }
     texts.decode(line);
-    let found = matches(&pattern.regex, texts);
-    if found.is_empty() {
-        return 0;
-    }
-    lines_of(texts, &found).len() as u64
+    count_values([&value_lines(&pattern.regex, texts)[..]])
 }
 
 #[cfg(test)]
@@ -127,5 +180,53 @@ mod tests {
             ),
             2
         );
+    }
+
+    /// Each value searched alone, then added up, counts what the line searched whole counts.
+    #[test]
+    fn values_searched_alone_add_up_to_their_line() {
+        let pattern = Pattern {
+            regex: Regex::new(r"(?m)b\s+c|^two|x|\n|y$").unwrap(),
+            prefilter: None,
+        };
+        let lines: [&[u8]; 6] = [
+            br#"{"a":"1\ntwo x","b":"two x","c":"z\ntwo x","d":"x y"}"#,
+            br#"{"a":"two x\ntwo x","b":"two x\nq","c":"{\"k\":\"two x\",\"l\":\"y\"}"}"#,
+            br#"{"a":"xx\nxx","b":"xx","c":"b\n  c y"}"#,
+            br#"["x","x",{"y":"x"},"none"]"#,
+            br#"{"a":"nothing"}"#,
+            br#"{"a":"x","x":"b"}"#,
+        ];
+        let mut texts = Texts::default();
+        for line in lines {
+            let whole = count(&pattern, &mut texts, line);
+            // The line's values, each in a line of its own (as a stored field is searched).
+            let values: Vec<Vec<u8>> = {
+                texts.decode(line);
+                let mut raws: Vec<_> = texts.values.iter().map(|v| v.raw.clone()).collect();
+                // A JSON string's strings are one value as written.
+                raws.dedup();
+                (raws.into_iter())
+                    .map(|raw| {
+                        let mut token = b"[\"".to_vec();
+                        token.extend_from_slice(&line[raw]);
+                        token.extend_from_slice(b"\"]");
+                        token
+                    })
+                    .collect()
+            };
+            let mut alone = Vec::new();
+            for value in &values {
+                texts.decode(value);
+                alone.push(value_lines(&pattern.regex, &texts));
+            }
+            let added = count_values(alone.iter().map(Vec::as_slice));
+            assert_eq!(added, whole, "{}", String::from_utf8_lossy(line));
+            // What the second pass shows counts the same lines.
+            texts.decode(line);
+            let shown = lines_of(&texts, &matches(&pattern.regex, &texts)).len() as u64;
+            assert_eq!(shown, whole, "{}", String::from_utf8_lossy(line));
+        }
+        assert!(count(&pattern, &mut texts, lines[0]) > 0);
     }
 }

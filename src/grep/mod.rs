@@ -2,9 +2,10 @@
 //! values of their lines), folded or on disk, in two passes.
 //!
 //! The first pass ([`scan`]) tells which sessions match and which of their lines, on every core:
-//! a folded session's lines are told by the stored objects they are made of, so a line that many
-//! sessions share (forks, resumes) is read and searched once ([`folded`]); a session on disk is
-//! read line by line. The second pass ([`hits`]) reads again only the sessions that match, to say
+//! a folded session's lines are told by the stored objects they are made of, each object searched
+//! once whatever the sessions that hold it (forks, resumes), each pack block decoded once for all
+//! the objects of it that the search needs ([`objects`]), and the answers put together line by
+//! line ([`folded`]); a session on disk is read line by line. The second pass ([`hits`]) reads again only the sessions that match, to say
 //! each match's turn, role and block and print it; `-l` and `-c` need no second pass.
 //!
 //! Not for: deciding which sessions there are (the command gathers them as `log` does) or
@@ -13,6 +14,7 @@
 pub mod folded;
 pub mod hits;
 pub mod matches;
+pub mod objects;
 pub mod pattern;
 pub mod prefilter;
 pub mod strings;
@@ -25,6 +27,7 @@ use rayon::prelude::*;
 use crate::error::{IoContext, Result};
 use crate::ledger::{FileSource, Source, StoreSource};
 use crate::store::Store;
+use crate::store::manifest::Manifest;
 use folded::{Kept, Memo, Walk, trim_end};
 use pattern::Pattern;
 use strings::Texts;
@@ -97,23 +100,39 @@ pub fn scan(
     pattern: &Pattern,
     limits: Limits,
 ) -> Vec<Result<Found>> {
-    let memo = Memo::default();
+    if limits.max_count == Some(0) {
+        return places.iter().map(|_| Ok(Found::default())).collect();
+    }
+    // Every folded session's manifest first: what they need is read block by block. Each goes
+    // once its session is searched.
+    let manifests: Vec<Option<Result<Manifest>>> = places
+        .par_iter()
+        .map(|place| match (place, store) {
+            (Place::Store(id), Some(store)) => Some(store.load_manifest(id)),
+            _ => None,
+        })
+        .collect();
+    let mut memo = Memo::default();
     if let Some(store) = store {
-        // Sessions are read one after the other, each from its own neighbouring blocks.
+        let loaded: Vec<&Manifest> = (manifests.iter().flatten())
+            .filter_map(|m| m.as_ref().ok())
+            .collect();
+        memo.objects = objects::Objects::plan(store, &loaded);
+        // Sessions are read one after the other, each from its own neighbouring blocks: a line
+        // read whole reads its objects again from the few blocks decoded last, and each is
+        // decoded once otherwise: the cache holds four blocks of a fold's size.
         store
             .odb()
-            .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
+            .set_block_cache(4 * crate::odb::pack::DEFAULT_BLOCK_BYTES);
     }
     places
         .par_iter()
-        .map_init(Kept::default, |kept, place| {
-            if limits.max_count == Some(0) {
-                return Ok(Found::default());
-            }
-            match (place, store) {
-                (Place::Store(id), Some(store)) => Walk {
+        .zip(manifests.into_par_iter())
+        .map_init(Kept::default, |kept, (place, manifest)| {
+            match (manifest, store) {
+                (Some(manifest), Some(store)) => Walk {
                     store,
-                    manifest: &store.load_manifest(id)?,
+                    manifest: &manifest?,
                     pattern,
                     limits,
                     memo: &memo,

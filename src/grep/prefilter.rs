@@ -15,6 +15,10 @@ const MAX_LITERALS: usize = 64;
 pub struct Prefilter {
     literals: Regex,
     escape: memmem::Finder<'static>,
+    /// The literals or a `\u`: where in a run of bytes a match may start.
+    starts: Regex,
+    /// The bytes a hit of `starts` spans at most.
+    longest: usize,
 }
 
 impl Prefilter {
@@ -33,15 +37,36 @@ impl Prefilter {
             .case_insensitive(ignore_case)
             .build()
             .ok()?;
+        let starts = RegexBuilder::new(&format!(r"{}|\\u", alternatives.join("|")))
+            .case_insensitive(ignore_case)
+            .build()
+            .ok()?;
+        // A character matched without regard to case may take up to 4 bytes whatever the one
+        // written (`k` matches the Kelvin sign's 3).
+        let longest = 4 * alternatives.iter().map(|a| a.len()).max().unwrap_or(0) + 2;
         Some(Self {
             literals,
             escape: memmem::Finder::new(b"\\u"),
+            starts,
+            longest,
         })
     }
 
     /// Whether `raw` (a line as written) may hold a match once decoded.
     pub fn may_match(&self, raw: &[u8]) -> bool {
         self.literals.is_match(raw) || self.escape.find(raw).is_some()
+    }
+
+    /// Where in `raw`, from `at` on, the first run of bytes that would make [`Self::may_match`]
+    /// true lies (none crosses a `\n`: no literal holds a control character).
+    pub fn next_hit(&self, raw: &[u8], at: usize) -> Option<std::ops::Range<usize>> {
+        self.starts.find_at(raw, at).map(|m| m.range())
+    }
+
+    /// The most bytes a run found by [`Self::next_hit`] spans: a hit across the end of one run of
+    /// bytes and the start of the next lies within this many bytes of the cut on either side.
+    pub fn longest(&self) -> usize {
+        self.longest
     }
 }
 

@@ -153,7 +153,7 @@ fn for_each_string(json: &[u8], mut each: impl FnMut(Range<usize>)) {
 
 /// Where the string whose contents start at `from` ends: its closing quote, or the line's end when
 /// it has none.
-fn closing_quote(line: &[u8], mut from: usize) -> usize {
+pub(crate) fn closing_quote(line: &[u8], mut from: usize) -> usize {
     while let Some(i) = memchr2(b'"', b'\\', &line[from.min(line.len())..]) {
         let i = from + i;
         if line[i] == b'"' {
