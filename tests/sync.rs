@@ -1070,6 +1070,62 @@ fn a_sync_of_hundreds_of_sessions_leaves_the_mirror_packed_and_clones_back() {
 }
 
 #[test]
+fn every_sync_leaves_the_mirror_without_loose_objects_and_its_packs_few() {
+    let w = World::new();
+    let remote = w.remote.to_str().unwrap();
+    let field = |counted: &str, name: &str| -> u64 {
+        (counted.lines())
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap()
+    };
+    let mirror = w.a.join("mirror.git");
+    let line = |n: usize| {
+        format!(
+            "{{\"type\":\"note\",\"text\":\"sync {n} {}\"}}\n",
+            "x".repeat(n * 97)
+        )
+    };
+    let syncs = 12;
+    for n in 0..syncs {
+        // A session of its own each time, and B's pushes in between for A to fetch.
+        w.fold(
+            &w.a,
+            &format!("a{n}"),
+            &w.write(&format!("a{n}.jsonl"), line(n).as_bytes()),
+        );
+        if n == 0 {
+            w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+        }
+        w.sync(&w.a);
+        let counted = w.git(Some(&mirror), ["count-objects", "-v"]);
+        assert_eq!(field(&counted, "count:"), 0, "after sync {n}: {counted}");
+        if n % 4 == 1 {
+            w.fold(
+                &w.b,
+                &format!("b{n}"),
+                &w.write(&format!("b{n}.jsonl"), line(n).as_bytes()),
+            );
+            if n == 1 {
+                w.ctxfold(&w.b, &["remote", "add", "origin", remote]).ok();
+            }
+            w.sync(&w.b);
+        }
+    }
+    // Each pack holds at least twice the objects of the next smaller one.
+    let counted = w.git(Some(&mirror), ["count-objects", "-v"]);
+    let (packs, objects) = (field(&counted, "packs:"), field(&counted, "in-pack:"));
+    assert!(
+        packs >= 1 && packs <= 1 + objects.ilog2() as u64,
+        "{counted}"
+    );
+    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+    w.sync(&w.b);
+    for n in 0..syncs {
+        assert_eq!(w.restored(&w.b, &format!("a{n}")), line(n).as_bytes());
+    }
+}
+
+#[test]
 fn a_sync_refuses_to_push_sessions_holding_secrets_before_merging_unless_allowed() {
     let w = World::new();
     let rule = |id: &str| {

@@ -235,16 +235,14 @@ const NO_DELTAS_OVER: &str = "core.bigFileThreshold=1m";
 /// large blobs, and unpacking 60 MB of them took 7 s of a 20 s clone).
 const KEEP_PACKS: &str = "transfer.unpackLimit=1";
 
-/// Loose objects past which a sync packs the mirror: a commit of thousands of sessions writes as
-/// many loose files, which took as much room again as the store.
-const LOOSE_OBJECTS_TO_PACK: u64 = 256;
-
-/// Packs past which a sync packs the mirror's packs into one.
-const PACKS_TO_REPACK: u64 = 16;
-
-/// Pack the mirror's loose objects once there are many, and its packs once there are many, as
-/// `git gc --auto` would but counted exactly (git estimates from one folder of 256, which misses
-/// hundreds).
+/// Pack the mirror whenever a sync left loose objects or a fetch added a pack, as `git repack
+/// --geometric` does: loose objects and the smaller packs are rolled into one, so that each pack
+/// holds at least twice the objects of the next smaller one. The packs stay few (logarithmic in the
+/// objects) and each object is rewritten a logarithmic number of times, where packing everything
+/// again every few syncs rewrote the whole mirror. Loose objects left to wait cost more than their
+/// bytes: a page each and a folder per 256, and manifests kept loose get no deltas against their
+/// forks (bench/forks: a first sync of 182 sessions left 190 loose objects, 2.8 MB of mirror beside
+/// a 1.5 MB store; packed, 1.2 MB, in 0.1 s).
 pub fn pack(git_dir: &Path) -> Result<()> {
     let counted = run_ok(
         git_dir,
@@ -257,16 +255,14 @@ pub fn pack(git_dir: &Path) -> Result<()> {
             .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
             .unwrap_or(0)
     };
-    let args: &[&str] = match (field("count:"), field("packs:")) {
-        (_, packs) if packs > PACKS_TO_REPACK => {
-            &["-c", NO_DELTAS_OVER, "repack", "-a", "-d", "-q"]
-        }
-        (loose, _) if loose > LOOSE_OBJECTS_TO_PACK => {
-            &["-c", NO_DELTAS_OVER, "repack", "-d", "-q"]
-        }
-        _ => return Ok(()),
-    };
-    run_ok(git_dir, "pack the mirror", args)?;
+    if field("count:") == 0 && field("packs:") <= 1 {
+        return Ok(());
+    }
+    run_ok(
+        git_dir,
+        "pack the mirror",
+        ["-c", NO_DELTAS_OVER, "repack", "-d", "-q", "--geometric=2"],
+    )?;
     Ok(())
 }
 
