@@ -29,6 +29,12 @@ pub struct Bodies {
 }
 
 impl Store {
+    /// Drop the bodies read ahead: for a command that has read every manifest it needs at once,
+    /// and would otherwise carry their bytes beside what it parsed of them.
+    pub fn forget_bodies_read(&self) {
+        *self.bodies.lock().unwrap_or_else(|e| e.into_inner()) = Bodies::default();
+    }
+
     /// The packed body `body`, named `name` in `table`, and the bodies after it read ahead.
     pub(super) fn packed_body(
         &self,
