@@ -6,6 +6,7 @@ mod homes;
 
 use std::collections::HashSet;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 
 use common::Env;
 use homes::json_lines;
@@ -303,5 +304,57 @@ fn the_ends_cache_changes_nothing_log_says_and_a_damaged_one_is_read_again() {
             fs::read_to_string(&cache).unwrap().lines().count(),
             homes.sessions.len() - 1
         );
+    });
+}
+
+#[test]
+fn a_file_unchanged_since_its_fold_is_taken_from_the_store_and_one_that_changed_is_read() {
+    homes::each_set(|env, homes| {
+        env.run("ctxfold", ["fold", "--apply", "-q"]).ok();
+        // Packed, their heads cached by a first listing: what log and status take them from.
+        env.run("ctxfold", ["gc", "--apply", "-q"]).ok();
+        let status = |env: &Env| env.run("ctxfold", ["status", "--json"]).ok().stdout_text();
+        let first = log(&env, &[]);
+        let first_status = status(&env);
+        assert_eq!(log(&env, &[]), first);
+        // No stamp to vouch for any file: each is read, and they say the same.
+        let stamps = env.store.join("cache/stamps.jsonl");
+        let kept = fs::read_to_string(&stamps).unwrap();
+        fs::remove_file(&stamps).unwrap();
+        assert_eq!(log(&env, &[]), first);
+        assert_eq!(status(&env), first_status);
+        // A Pi file rewritten to open another session, its new stamp vouched for as fold vouches
+        // for what it read: log and status take the stamp's word and do not read the file...
+        let pi = (homes.sessions.iter())
+            .find(|s| s.path.starts_with(&homes.pi))
+            .unwrap();
+        let last = if pi.id.ends_with('0') { "1" } else { "0" };
+        let other = format!("{}{last}", &pi.id[..pi.id.len() - 1]);
+        let text = String::from_utf8(pi.bytes.clone()).unwrap();
+        fs::write(&pi.path, text.replace(&pi.id, &other)).unwrap();
+        let meta = fs::metadata(&pi.path).unwrap();
+        let vouched: String = (kept.lines())
+            .map(|line| {
+                let mut entry: Value = serde_json::from_str(line).unwrap();
+                if entry["path"] == pi.path.to_str().unwrap() {
+                    let ns = |s: i64, n: i64| s * 1_000_000_000 + n;
+                    entry["size"] = meta.len().into();
+                    entry["mtime_ns"] = ns(meta.mtime(), meta.mtime_nsec()).into();
+                    entry["ctime_ns"] = ns(meta.ctime(), meta.ctime_nsec()).into();
+                    entry["inode"] = meta.ino().into();
+                    entry["device"] = meta.dev().into();
+                }
+                format!("{entry}\n")
+            })
+            .collect();
+        assert!(vouched != kept, "no stamp of {}", pi.path.display());
+        fs::write(&stamps, &vouched).unwrap();
+        assert_eq!(log(&env, &[]), first);
+        assert!(!status(&env).contains(&other));
+        // ...and a stamp that no longer matches the file (its own, from the fold) has it read.
+        fs::write(&stamps, &kept).unwrap();
+        let listed = ids(&log(&env, &[]));
+        assert!(listed.contains(&other), "{listed:?}");
+        assert!(status(&env).contains(&other));
     });
 }

@@ -134,6 +134,12 @@ pub trait Format: Sync {
     /// only themselves does nothing.
     fn titles_across(&self, _sessions: &mut [Titling<'_>]) {}
 
+    /// Whether a session's file alone says all that discovery learns of it (its title comes from
+    /// no other file: see [`Format::titles_across`]).
+    fn describes_itself(&self) -> bool {
+        true
+    }
+
     /// Where restore puts session `id` recorded at `rollout_path` (whose components are `parts`,
     /// each a plain name): its path relative to the agent's home, when `rollout_path` ends exactly
     /// as this agent places its sessions; else `None`.

@@ -13,7 +13,8 @@ use crate::error::Result;
 use crate::fold::compare::{State, compare};
 use crate::fold::stamp::Stamp;
 use crate::fold::stamps::Stamps;
-use crate::sources::{Found, discover_titled};
+use crate::history::unchanged::Unchanged;
+use crate::sources::{Found, discover_known};
 use crate::store::Store;
 use crate::store::generations;
 use crate::store::heads::Heads;
@@ -62,14 +63,17 @@ struct Line<'a> {
 
 impl Command for StatusArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
-        // No titles: status shows none, and a title can take reading a whole file.
-        let discovery = discover_titled(
+        // No titles: status shows none, and a title can take reading a whole file. A file
+        // unchanged since it was folded is not read at all (a cache: without it, read).
+        let store = Store::at(self.store.path()?);
+        let unchanged = Unchanged::of(&store).ok();
+        let discovery = discover_known(
             &Homes::from_env()?,
             &self.paths,
             &self.agent.agents,
             Titles::Later,
+            &|path| unchanged.as_ref()?.session(path),
         );
-        let store = Store::at(self.store.path()?);
         let mut status = report_discovery(io, &discovery);
         let mut changed = Vec::new();
         // Without -v, up to date sessions are counted, not listed: they are most of a store.

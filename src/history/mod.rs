@@ -14,3 +14,4 @@ pub mod records;
 pub mod relative;
 pub mod render;
 pub mod summary;
+pub mod unchanged;

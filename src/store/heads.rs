@@ -121,6 +121,31 @@ impl<'a> Heads<'a> {
         self.at(&self.store.manifest_path(id))
     }
 
+    /// The session each source was folded as, by the source's sha256, as far as the cache knows
+    /// the table's bodies (a loose manifest's, or a body not read yet, is not in it); a source
+    /// folded as two sessions is left out.
+    pub fn sessions_by_source(&self) -> Result<HashMap<Digest, Session>> {
+        let live: HashSet<Digest> = self.store.packed()?.iter().map(|(_, d)| d).collect();
+        let mut by_source: HashMap<Digest, Option<Session>> = HashMap::new();
+        for (body, head) in &self.known().by_body {
+            if !live.contains(body) {
+                continue;
+            }
+            by_source
+                .entry(head.source.sha256)
+                .and_modify(|s| {
+                    if s.as_ref().is_some_and(|s| s.id != head.session.id) {
+                        *s = None;
+                    }
+                })
+                .or_insert_with(|| Some(head.session.clone()));
+        }
+        Ok(by_source
+            .into_iter()
+            .filter_map(|(sha, session)| Some((sha, session?)))
+            .collect())
+    }
+
     /// Write the cache back (atomically) if it learnt anything or holds bodies the table no
     /// longer names, keeping those it names. A store this user cannot write to is read all the
     /// same, only not faster: callers may ignore the error.

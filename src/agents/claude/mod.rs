@@ -114,6 +114,10 @@ impl Format for Claude {
         Box::new(titles::Describer::new(home))
     }
 
+    fn describes_itself(&self) -> bool {
+        false
+    }
+
     fn titles_across(&self, sessions: &mut [super::Titling<'_>]) {
         titles::across(sessions)
     }
