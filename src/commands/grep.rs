@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::agents::place::started;
-use crate::agents::{Agent, Homes, Titles};
+use crate::agents::{Agent, Homes};
 use crate::cli::human::minute;
 use crate::cli::pager::{self, PagerArgs};
 use crate::cli::style::{ColorArgs, Role, Style};
@@ -22,7 +22,8 @@ use crate::grep::pattern::{Flags, build};
 use crate::grep::{Found, Limits, Place, scan};
 use crate::history::named::Named;
 use crate::history::summary::{State, Summary, gather};
-use crate::sources::{Found as OnDisk, discover, discover_titled};
+use crate::history::unchanged::discover_for_listing;
+use crate::sources::{Found as OnDisk, discover};
 use crate::store::Store;
 use crate::store::ids::{Unresolved, resolve_prefix};
 
@@ -247,8 +248,7 @@ impl GrepArgs {
     ) -> Result<Vec<Target>> {
         let (since, cwd) = filters(self.since.as_deref(), self.cwd.as_deref())?;
         let homes = Homes::from_env()?;
-        // Titles that take reading a whole file are read only for the sessions whose file speaks.
-        let discovery = discover_titled(&homes, &[], &[], Titles::Later);
+        let discovery = discover_for_listing(store, &homes);
         if report_discovery(io, &discovery) != Status::Success {
             *status = Status::Usage;
         }

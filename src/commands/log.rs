@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::Titles;
 use crate::agents::{Agent, Homes};
 use crate::cli::human::bytes;
 use crate::cli::pager::{self, PagerArgs};
@@ -12,8 +11,7 @@ use crate::commands::report_discovery;
 use crate::commands::show::open_if_any;
 use crate::error::{Error, Result};
 use crate::history::summary::{State, Summary, gather};
-use crate::history::unchanged::Unchanged;
-use crate::sources::discover_known;
+use crate::history::unchanged::discover_for_listing;
 use crate::store::ids::unique_prefix_len;
 use crate::time::{Instant, since};
 
@@ -69,12 +67,7 @@ impl Command for LogArgs {
         let (since, cwd) = filters(self.since.as_deref(), self.cwd.as_deref())?;
         let store = open_if_any(&self.store)?;
         let homes = Homes::from_env()?;
-        // Titles that take reading a whole file are read only for the sessions whose file speaks;
-        // a file unchanged since it was folded is not read at all. A cache: without it, read.
-        let unchanged = store.as_ref().and_then(|s| Unchanged::of(s).ok());
-        let discovery = discover_known(&homes, &[], &[], Titles::Later, &|path| {
-            unchanged.as_ref()?.session(path)
-        });
+        let discovery = discover_for_listing(store.as_ref(), &homes);
         let mut status = report_discovery(io, &discovery);
         let gathered = gather(store.as_ref(), &homes, &discovery)?;
         // Each makes the status non-zero: an error, as report_discovery says its own.

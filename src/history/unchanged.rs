@@ -8,10 +8,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use crate::agents::{Homes, Titles};
 use crate::digest::Digest;
 use crate::error::Result;
 use crate::fold::stamp::Stamp;
 use crate::fold::stamps::Stamps;
+use crate::sources::{Discovery, discover_known};
 use crate::store::Store;
 use crate::store::heads::Heads;
 use crate::store::manifest::Session;
@@ -39,4 +41,14 @@ impl Unchanged {
             .knows(path, &stamp, &source)
             .then(|| session.clone())
     }
+}
+
+/// The sessions under the agents' homes as a listing of `store` needs them: titles that take
+/// reading a whole file left for the sessions whose file speaks, and the files unchanged since
+/// their fold not read at all (the store's caches vouch for them; without the caches, read).
+pub fn discover_for_listing(store: Option<&Store>, homes: &Homes) -> Discovery {
+    let unchanged = store.and_then(|s| Unchanged::of(s).ok());
+    discover_known(homes, &[], &[], Titles::Later, &|path| {
+        unchanged.as_ref()?.session(path)
+    })
 }
