@@ -22,7 +22,6 @@ use crate::grep::pattern::{Flags, build};
 use crate::grep::{Found, Limits, Place, scan};
 use crate::history::named::Named;
 use crate::history::summary::{State, Summary, gather};
-use crate::history::unchanged::discover_for_listing;
 use crate::sources::{Found as OnDisk, discover};
 use crate::store::Store;
 use crate::store::ids::{Unresolved, resolve_prefix};
@@ -248,16 +247,15 @@ impl GrepArgs {
     ) -> Result<Vec<Target>> {
         let (since, cwd) = filters(self.since.as_deref(), self.cwd.as_deref())?;
         let homes = Homes::from_env()?;
-        let discovery = discover_for_listing(store, &homes);
-        if report_discovery(io, &discovery) != Status::Success {
+        let gathered = gather(store, &homes)?;
+        if report_discovery(io, &gathered.discovery) != Status::Success {
             *status = Status::Usage;
         }
-        let gathered = gather(store, &homes, &discovery)?;
         for problem in &gathered.problems {
             io.error(problem);
             *status = Status::Usage;
         }
-        let on_disk: HashMap<&str, &OnDisk> = (discovery.sessions.iter())
+        let on_disk: HashMap<&str, &OnDisk> = (gathered.discovery.sessions.iter())
             .map(|found| (found.session.id.as_str(), found))
             .collect();
         let mut named = Vec::new();

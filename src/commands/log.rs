@@ -11,7 +11,6 @@ use crate::commands::report_discovery;
 use crate::commands::show::open_if_any;
 use crate::error::{Error, Result};
 use crate::history::summary::{State, Summary, gather};
-use crate::history::unchanged::discover_for_listing;
 use crate::store::ids::unique_prefix_len;
 use crate::time::{Instant, since};
 
@@ -67,9 +66,8 @@ impl Command for LogArgs {
         let (since, cwd) = filters(self.since.as_deref(), self.cwd.as_deref())?;
         let store = open_if_any(&self.store)?;
         let homes = Homes::from_env()?;
-        let discovery = discover_for_listing(store.as_ref(), &homes);
-        let mut status = report_discovery(io, &discovery);
-        let gathered = gather(store.as_ref(), &homes, &discovery)?;
+        let gathered = gather(store.as_ref(), &homes)?;
+        let mut status = report_discovery(io, &gathered.discovery);
         // Each makes the status non-zero: an error, as report_discovery says its own.
         for problem in &gathered.problems {
             io.error(problem);

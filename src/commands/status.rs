@@ -66,21 +66,21 @@ impl Command for StatusArgs {
         // No titles: status shows none, and a title can take reading a whole file. A file
         // unchanged since it was folded is not read at all (a cache: without it, read).
         let store = Store::at(self.store.path()?);
-        let unchanged = Unchanged::of(&store).ok();
+        let stamps = Stamps::load(&store);
+        let heads = Heads::load(&store);
+        let unchanged = Unchanged::new(&stamps, &heads);
         let discovery = discover_known(
             &Homes::from_env()?,
             &self.paths,
             &self.agent.agents,
             Titles::Later,
-            &|path| unchanged.as_ref()?.session(path),
+            &|path| unchanged.session(path),
         );
         let mut status = report_discovery(io, &discovery);
         let mut changed = Vec::new();
         // Without -v, up to date sessions are counted, not listed: they are most of a store.
         let list_all = self.json || io.verbosity() == Verbosity::Verbose;
         let mut up_to_date = 0u64;
-        let stamps = Stamps::load(&store);
-        let heads = Heads::load(&store);
         let generations = generations::all(&store)?;
         let kept = |id: &str| {
             (generations.binary_search_by(|(with, _)| with.as_str().cmp(id)))

@@ -73,6 +73,13 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
             .is_some_and(|(s, src)| s == stamp && src == source)
     }
 
+    /// What `path` holds if it is still at `stamp`, as when it was last seen.
+    pub fn at(&self, path: &Path, stamp: &Stamp) -> Option<V> {
+        let entries = self.entries.lock().expect("never poisoned");
+        let (seen, source) = entries.get(path)?;
+        (seen == stamp).then(|| source.clone())
+    }
+
     /// What `path` was last recorded to hold, whatever its stamp now.
     pub fn last(&self, path: &Path) -> Option<V> {
         let entries = self.entries.lock().expect("never poisoned");

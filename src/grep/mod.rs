@@ -5,8 +5,9 @@
 //! a folded session's lines are told by the stored objects they are made of, each object searched
 //! once whatever the sessions that hold it (forks, resumes), each pack block decoded once for all
 //! the objects of it that the search needs ([`objects`]), and the answers put together line by
-//! line ([`folded`]); a session on disk is read line by line. The second pass ([`hits`]) reads again only the sessions that match, to say
-//! each match's turn, role and block and print it; `-l` and `-c` need no second pass.
+//! line ([`folded`]); a session on disk is read line by line. The second pass ([`hits`]) reads
+//! again only the sessions that match, to say each match's turn, role and block and print it;
+//! `-l` and `-c` need no second pass.
 //!
 //! Not for: deciding which sessions there are (the command gathers them as `log` does) or
 //! printing (the command's).

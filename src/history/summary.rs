@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::ends;
 use super::ends_cache::{Ends, EndsCache};
 use super::named::file_of;
+use super::unchanged::Unchanged;
 use crate::agents::Homes;
 use crate::agents::place::started;
 use crate::agents::{Agent, Titles};
@@ -23,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::fold::compare::{State as Compared, compare};
 use crate::fold::stamp::Stamp;
 use crate::fold::stamps::Stamps;
-use crate::sources::{Discovery, Found, discover_titled};
+use crate::sources::{Discovery, Found, discover_known, discover_titled};
 use crate::store::Store;
 use crate::store::heads::{Head, Heads};
 use crate::store::manifest::Source;
@@ -162,6 +163,8 @@ impl Summary {
 /// Every session of the store and of the disk, each once.
 pub struct Gathered {
     pub summaries: Vec<Summary>,
+    /// The sessions found under the agents' homes.
+    pub discovery: Discovery,
     /// Manifests that could not be read, one line each.
     pub problems: Vec<Error>,
 }
@@ -170,7 +173,14 @@ pub struct Gathered {
 /// (under `homes`),
 /// each once, newest first: a folded session found on disk is compared with its source, through
 /// fold's stamp cache where it can (an unchanged file is not read again).
-pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Result<Gathered> {
+pub fn gather(store: Option<&Store>, homes: &Homes) -> Result<Gathered> {
+    let caches = store.map(|store| (Stamps::load(store), Heads::load(store)));
+    // Titles that take reading a whole file are read only for the sessions whose file speaks,
+    // and a file unchanged since its fold not at all.
+    let unchanged = (caches.as_ref()).map(|(stamps, heads)| Unchanged::new(stamps, heads));
+    let discovery = discover_known(homes, &[], &[], Titles::Later, &|path| {
+        unchanged.as_ref()?.session(path)
+    });
     let on_disk: HashMap<&str, &Found> = discovery
         .sessions
         .iter()
@@ -179,10 +189,8 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
     let mut summaries = Vec::new();
     let mut problems = Vec::new();
     let mut folded = std::collections::HashSet::new();
-    if let Some(store) = store {
-        let stamps = Stamps::load(store);
+    if let (Some(store), Some((stamps, heads))) = (store, &caches) {
         let cache = EndsCache::load(store);
-        let heads = Heads::load(store);
         let live = Mutex::new(HashSet::new());
         let ids = store.session_ids()?;
         let read: Vec<Result<Summary>> = ids
@@ -206,9 +214,9 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
                     (found.session.id == *id).then_some(found)
                 };
                 match on_disk.get(id.as_str()) {
-                    Some(found) => summary.compare(found, &head.source, &stamps),
+                    Some(found) => summary.compare(found, &head.source, stamps),
                     None => match elsewhere() {
-                        Some(found) => summary.compare(&found, &head.source, &stamps),
+                        Some(found) => summary.compare(&found, &head.source, stamps),
                         None => summary.state = State::Stored,
                     },
                 }
@@ -236,6 +244,7 @@ pub fn gather(store: Option<&Store>, homes: &Homes, discovery: &Discovery) -> Re
     sort_newest_first(&mut summaries);
     Ok(Gathered {
         summaries,
+        discovery,
         problems,
     })
 }

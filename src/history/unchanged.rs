@@ -8,47 +8,30 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::agents::{Homes, Titles};
 use crate::digest::Digest;
-use crate::error::Result;
 use crate::fold::stamp::Stamp;
 use crate::fold::stamps::Stamps;
-use crate::sources::{Discovery, discover_known};
-use crate::store::Store;
 use crate::store::heads::Heads;
 use crate::store::manifest::Session;
 
-/// What the store knows of its unchanged files.
-pub struct Unchanged {
-    stamps: Stamps,
+/// What the store knows of its unchanged files, from caches its caller reads anyway.
+pub struct Unchanged<'a> {
+    stamps: &'a Stamps,
     sessions: HashMap<Digest, Session>,
 }
 
-impl Unchanged {
-    pub fn of(store: &Store) -> Result<Self> {
-        Ok(Self {
-            stamps: Stamps::load(store),
-            sessions: Heads::load(store).sessions_by_source()?,
-        })
+impl<'a> Unchanged<'a> {
+    /// A cache: heads it cannot tell (an unreadable table) only mean those files are read.
+    pub fn new(stamps: &'a Stamps, heads: &Heads<'_>) -> Self {
+        Self {
+            stamps,
+            sessions: heads.sessions_by_source().unwrap_or_default(),
+        }
     }
 
     /// The session the file at `path` was folded as, if it is unchanged since.
     pub fn session(&self, path: &Path) -> Option<Session> {
-        let source = self.stamps.last(path)?;
-        let session = self.sessions.get(&source.sha256)?;
-        let stamp = Stamp::of(path).ok()?;
-        self.stamps
-            .knows(path, &stamp, &source)
-            .then(|| session.clone())
+        let source = self.stamps.at(path, &Stamp::of(path).ok()?)?;
+        self.sessions.get(&source.sha256).cloned()
     }
-}
-
-/// The sessions under the agents' homes as a listing of `store` needs them: titles that take
-/// reading a whole file left for the sessions whose file speaks, and the files unchanged since
-/// their fold not read at all (the store's caches vouch for them; without the caches, read).
-pub fn discover_for_listing(store: Option<&Store>, homes: &Homes) -> Discovery {
-    let unchanged = store.and_then(|s| Unchanged::of(s).ok());
-    discover_known(homes, &[], &[], Titles::Later, &|path| {
-        unchanged.as_ref()?.session(path)
-    })
 }
