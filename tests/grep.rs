@@ -97,6 +97,35 @@ fn matches_of(run: &common::Run) -> Vec<Value> {
         .collect()
 }
 
+/// Fold `file` as session `id` with the plumbing, in small parts: strings of `field_threshold`
+/// bytes and more as fields, the rest cut into residual parts of 64 to 1024 bytes.
+fn fold_in_small_parts(env: &Env, file: &Path, id: &str, field_threshold: &str) {
+    let small = [
+        "--field-threshold",
+        field_threshold,
+        "--cdc-min-bytes",
+        "64",
+        "--cdc-average-bytes",
+        "256",
+        "--cdc-max-bytes",
+        "1024",
+    ];
+    let file = file.to_str().unwrap();
+    let parts = env
+        .run(
+            "ctxfold-split",
+            [&["--write"], &small[..], &[file]].concat(),
+        )
+        .ok();
+    let named = ["--session-id", id, "--source", file];
+    env.run_with_stdin(
+        "ctxfold-write-manifest",
+        [&named[..], &small[..]].concat(),
+        &parts.stdout,
+    )
+    .ok();
+}
+
 #[test]
 fn a_session_folded_in_small_parts_greps_as_its_file_does_matches_straddling_parts_and_all() {
     let env = Env::new();
@@ -110,37 +139,7 @@ fn a_session_folded_in_small_parts_greps_as_its_file_does_matches_straddling_par
         let file = own_fixture(name);
         let id = id_of(&bare, &file);
         // Strings under 1 KiB lie in residual parts of 64 to 1024 bytes, which cut through them.
-        let small = [
-            "--field-threshold",
-            "1024",
-            "--cdc-min-bytes",
-            "64",
-            "--cdc-average-bytes",
-            "256",
-            "--cdc-max-bytes",
-            "1024",
-        ];
-        let parts = env
-            .run(
-                "ctxfold-split",
-                [&["--write"], &small[..], &[file.to_str().unwrap()]].concat(),
-            )
-            .ok();
-        env.run_with_stdin(
-            "ctxfold-write-manifest",
-            [
-                &[
-                    "--session-id",
-                    id.as_str(),
-                    "--source",
-                    file.to_str().unwrap(),
-                ],
-                &small[..],
-            ]
-            .concat(),
-            &parts.stdout,
-        )
-        .ok();
+        fold_in_small_parts(&env, &file, &id, "1024");
         let manifest: Value = serde_json::from_slice(
             &std::fs::read(env.store.join("manifests").join(format!("{id}.json"))).unwrap(),
         )
@@ -470,32 +469,7 @@ fn counts_of_a_session_in_small_parts_loose_or_packed_are_its_files_and_nothing_
     let id = "0f1d0000-0000-7000-8000-00000000e5c0";
     // Strings of 128 bytes and more are fields; residual parts of 64 to 1024 bytes cut through
     // lines, strings and escapes.
-    let small = [
-        "--field-threshold",
-        "128",
-        "--cdc-min-bytes",
-        "64",
-        "--cdc-average-bytes",
-        "256",
-        "--cdc-max-bytes",
-        "1024",
-    ];
-    let parts = env
-        .run(
-            "ctxfold-split",
-            [&["--write"], &small[..], &[file.to_str().unwrap()]].concat(),
-        )
-        .ok();
-    env.run_with_stdin(
-        "ctxfold-write-manifest",
-        [
-            &["--session-id", id, "--source", file.to_str().unwrap()],
-            &small[..],
-        ]
-        .concat(),
-        &parts.stdout,
-    )
-    .ok();
+    fold_in_small_parts(&env, &file, id, "128");
     std::fs::remove_file(&file).unwrap();
     let copy = bare.path("session.jsonl");
     std::fs::write(&copy, escaped_session(600, 40)).unwrap();
