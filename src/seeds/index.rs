@@ -777,11 +777,6 @@ pub fn forget(store: &Store, session: &str) -> Result<bool> {
     Ok(had_legacy || gone > 0)
 }
 
-/// The objects the catalog names, in its order: gc's roots.
-pub fn objects(catalog: &Catalog) -> impl Iterator<Item = Digest> + '_ {
-    catalog.batches().iter().map(|b| b.object)
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;

@@ -23,13 +23,13 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::Store;
+use super::families::family_order;
 use crate::digest::Digest;
 use crate::error::{Error, IoContext, Result};
 use crate::odb::pack::PackOptions;
 use crate::odb::repack::{Fate, Repacked, Sources, repack};
 use crate::odb::{Listed, Place};
 use crate::seeds::catalog::Catalog;
-use crate::seeds::index;
 
 /// More packs than this after a collection are merged into one (all but the largest).
 pub const MAX_PACKS: usize = 8;
@@ -37,10 +37,11 @@ pub const MAX_PACKS: usize = 8;
 /// The objects manifests name, each once, in the order sessions name them, and every root.
 pub struct Roots {
     pub set: HashSet<Digest>,
-    /// Objects in manifest order then part order, then packed manifests' bodies in the table's
-    /// order, then the seed batches in catalog order: what a new pack is written in, so that each
-    /// session's objects sit together, and the bodies, and the seed indexes (read together by
-    /// recall, and alike across forks) share blocks.
+    /// Objects by session in fork-family order (see `families`) and by part within one, then
+    /// packed manifests' bodies in the table's order, then the seed batches in their sessions'
+    /// order: what a new pack is written in, so that each session's objects sit together and
+    /// beside its relatives', and the bodies, and the seed indexes (read together by recall, and
+    /// alike across forks) share blocks.
     pub order: Vec<Digest>,
 }
 
@@ -48,25 +49,35 @@ pub struct Roots {
 /// the seed catalog, and every registered zstd dictionary. Fails, naming the file, when any
 /// manifest or catalog line cannot be read.
 pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<Roots> {
-    let mut set = HashSet::new();
-    let mut order = Vec::new();
     let mut files = store.manifest_files()?;
     files.retain(|path| !dropping.contains(path));
     let table = store.packed()?;
-    let mut bodies = Vec::new();
+    let (mut sessions, mut named, mut bodies) = (Vec::new(), Vec::new(), Vec::new());
     for path in files {
         let manifest = store.load_manifest_at(&path).map_err(|e| {
             e.context("gc removes nothing while a manifest is unreadable (see ctxfold fsck)")
         })?;
-        let named = manifest.parts.iter().map(|p| p.object.sha256);
-        for digest in named.chain(manifest.settings.dictionary) {
+        let parts = manifest.parts.iter().map(|p| p.object.sha256);
+        named.push(
+            parts
+                .chain(manifest.settings.dictionary)
+                .collect::<Vec<_>>(),
+        );
+        sessions.push(manifest.session.id);
+        let name = path.strip_prefix(store.manifests_dir()).ok();
+        bodies.extend(name.and_then(|n| table.get(n.to_str()?)));
+    }
+    let families = family_order(&named);
+    let mut set = HashSet::new();
+    let mut order = Vec::new();
+    for &at in &families {
+        for &digest in &named[at] {
             if set.insert(digest) {
                 order.push(digest);
             }
         }
-        let name = path.strip_prefix(store.manifests_dir()).ok();
-        bodies.extend(name.and_then(|n| table.get(n.to_str()?)));
     }
+    drop(named);
     // Packed manifests' bodies together, in the table's order, after every session's objects:
     // readers take them in that order, many from one block (see `bodies`); placed each beside
     // its session's objects, a listing of 4,914 sessions after `gc --aggressive` decoded a 4 MiB
@@ -82,9 +93,20 @@ pub fn roots(store: &Store, dropping: &[PathBuf]) -> Result<Roots> {
             "{problem}; gc removes nothing while a catalog line is unreadable (see ctxfold fsck)"
         )));
     }
-    for digest in index::objects(&catalog) {
-        if set.insert(digest) {
-            order.push(digest);
+    // Seed batches in their sessions' family order too: a fork's index repeats its relatives'.
+    let mut rank = HashMap::new();
+    for (place, &at) in families.iter().enumerate() {
+        rank.entry(sessions[at].as_str()).or_insert(place);
+    }
+    let mut batches: Vec<_> = catalog.batches().iter().collect();
+    batches.sort_by_key(|batch| {
+        rank.get(batch.session.as_str())
+            .copied()
+            .unwrap_or(usize::MAX)
+    });
+    for batch in batches {
+        if set.insert(batch.object) {
+            order.push(batch.object);
         }
     }
     // Objects, not manifests, decide which dictionaries are still needed (see dictionaries.rs).

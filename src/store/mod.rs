@@ -23,6 +23,7 @@
 pub mod bodies;
 pub mod by_block;
 pub mod commit;
+pub mod families;
 pub mod fsck;
 pub mod gc;
 pub mod generations;
