@@ -318,8 +318,9 @@ fn a_file_unchanged_since_its_fold_is_taken_from_the_store_and_one_that_changed_
         let first_status = status(&env);
         assert_eq!(log(&env, &[]), first);
         // No stamp to vouch for any file: each is read, and they say the same.
-        let stamps = env.store.join("cache/stamps.jsonl");
-        let kept = fs::read_to_string(&stamps).unwrap();
+        let stamps = env.store.join("cache/stamps.jsonl.zst");
+        let kept =
+            String::from_utf8(zstd::decode_all(&fs::read(&stamps).unwrap()[..]).unwrap()).unwrap();
         fs::remove_file(&stamps).unwrap();
         assert_eq!(log(&env, &[]), first);
         assert_eq!(status(&env), first_status);
@@ -348,11 +349,13 @@ fn a_file_unchanged_since_its_fold_is_taken_from_the_store_and_one_that_changed_
             })
             .collect();
         assert!(vouched != kept, "no stamp of {}", pi.path.display());
-        fs::write(&stamps, &vouched).unwrap();
+        // (Written as an earlier ctxfold wrote the cache, uncompressed: read as well.)
+        fs::write(env.store.join("cache/stamps.jsonl"), &vouched).unwrap();
         assert_eq!(log(&env, &[]), first);
         assert!(!status(&env).contains(&other));
-        // ...and a stamp that no longer matches the file (its own, from the fold) has it read.
-        fs::write(&stamps, &kept).unwrap();
+        // ...and a stamp that no longer matches the file (its own, from the fold) has it read; the
+        // compressed cache stands over the older one.
+        fs::write(&stamps, zstd::encode_all(kept.as_bytes(), 3).unwrap()).unwrap();
         let listed = ids(&log(&env, &[]));
         assert!(listed.contains(&other), "{listed:?}");
         assert!(status(&env).contains(&other));

@@ -3,15 +3,17 @@
 //! whose stamp is unchanged and whose manifest records those bytes is up to date without being
 //! read, as git's index answers `git status` from metadata.
 //!
-//! A cache, never a record: it lives in `<store>/cache/stamps.jsonl`, is not mirrored, and a
+//! A cache, never a record: it lives in `<store>/cache/stamps.jsonl.zst`, is not mirrored, and a
 //! missing or damaged file (or an entry that does not parse) only means sources are read again.
+//! Compressed, since it names every session's path: 62 KB of JSON for bench/forks' 182 sessions
+//! (4% of the store after `gc --aggressive`), 1.7 MB for 4,914. An earlier ctxfold's plain
+//! `stamps.jsonl` is read while there is no compressed one, and removed by the next save.
 //! An entry can only say "these bytes were here at this stamp"; the manifest must agree too.
 //!
 //! The same cache, with what a file's stamp vouches for in place of its bytes, keeps the seed
 //! index files fold merged (`fold::merges`).
 
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -19,9 +21,12 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::stamp::Stamp;
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::store::Store;
 use crate::store::manifest::Source;
+
+/// How the cache is compressed: it is rewritten whole by every fold that changes it.
+const LEVEL: i32 = 3;
 
 #[derive(Serialize, Deserialize)]
 struct Entry<V> {
@@ -34,6 +39,8 @@ struct Entry<V> {
 /// Each path's stamp when last seen, with what that stamp vouches for (`V`: a source's bytes).
 pub struct Stamps<V = Source> {
     file: PathBuf,
+    /// Where an earlier ctxfold kept it, uncompressed.
+    legacy: PathBuf,
     entries: Mutex<HashMap<PathBuf, (Stamp, V)>>,
     changed: Mutex<bool>,
 }
@@ -46,19 +53,24 @@ impl Stamps {
 }
 
 impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
-    /// The cache `<store>/cache/<name>` (empty when there is none yet).
+    /// The cache `<store>/cache/<name>.zst`, or an earlier ctxfold's `<name>` (empty when there
+    /// is neither yet).
     pub fn load_named(store: &Store, name: &str) -> Self {
-        let file = store.cache_dir().join(name);
+        let legacy = store.cache_dir().join(name);
+        let file = store.cache_dir().join(format!("{name}.zst"));
+        let text = match std::fs::File::open(&file) {
+            Ok(compressed) => zstd::decode_all(compressed).ok(),
+            Err(_) => std::fs::read(&legacy).ok(),
+        };
         let mut entries = HashMap::new();
-        if let Ok(reader) = std::fs::File::open(&file).map(std::io::BufReader::new) {
-            for line in reader.lines().map_while(|l| l.ok()) {
-                if let Ok(entry) = serde_json::from_str::<Entry<V>>(&line) {
-                    entries.insert(PathBuf::from(entry.path), (entry.stamp, entry.source));
-                }
+        for line in text.as_deref().unwrap_or_default().split(|&b| b == b'\n') {
+            if let Ok(entry) = serde_json::from_slice::<Entry<V>>(line) {
+                entries.insert(PathBuf::from(entry.path), (entry.stamp, entry.source));
             }
         }
         Self {
             file,
+            legacy,
             entries: Mutex::new(entries),
             changed: Mutex::new(false),
         }
@@ -119,9 +131,16 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
             serde_json::to_writer(&mut text, &entry).expect("entries serialize");
             text.push(b'\n');
         }
+        let compressed = zstd::bulk::compress(&text, LEVEL).with_path("write", &self.file)?;
         crate::files::create_private_dir(&store.cache_dir())?;
-        crate::files::atomic::write_file(&store.tmp_dir(), ".stamps-", &self.file, &text, true)?;
-        Ok(())
+        crate::files::atomic::write_file(
+            &store.tmp_dir(),
+            ".stamps-",
+            &self.file,
+            &compressed,
+            true,
+        )?;
+        crate::files::remove_if_present(&self.legacy)
     }
 }
 
@@ -148,5 +167,21 @@ mod tests {
         assert!(again.knows(&session, &stamp, &source));
         let other = Source { bytes: 4, ..source };
         assert!(!again.knows(&session, &stamp, &other));
+        let (compressed, legacy) = (
+            store.cache_dir().join("stamps.jsonl.zst"),
+            store.cache_dir().join("stamps.jsonl"),
+        );
+        assert!(zstd::decode_all(&std::fs::read(&compressed).unwrap()[..]).is_ok());
+        // An earlier ctxfold's plain cache is read while there is no compressed one, and goes
+        // with the next save.
+        let text = zstd::decode_all(&std::fs::read(&compressed).unwrap()[..]).unwrap();
+        std::fs::write(&legacy, text).unwrap();
+        std::fs::remove_file(&compressed).unwrap();
+        let earlier = Stamps::load(&store);
+        assert!(earlier.knows(&session, &stamp, &source));
+        earlier.record(&session, &stamp, &other);
+        earlier.save(&store).unwrap();
+        assert!(!legacy.exists());
+        assert!(Stamps::load(&store).knows(&session, &stamp, &other));
     }
 }
