@@ -4,7 +4,7 @@
 mod common;
 mod homes;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::path::Path;
 
@@ -231,7 +231,7 @@ fn apply_then_restore_gives_every_file_back_byte_for_byte_in(env: Env, homes: Ho
     ));
     assert_eq!(seeds(), before);
     // The cache of what was merged is a cache: without it the file is merged again, adding nothing.
-    fs::remove_file(env.store.join("cache/seed-merges.jsonl")).unwrap();
+    fs::remove_file(env.store.join("cache/seed-merges.jsonl.zst")).unwrap();
     let run = env.run("ctxfold", ["fold", "--apply"]).ok();
     assert!(
         run.stdout_text().contains("merged 0 new lines from"),
@@ -629,6 +629,37 @@ fn a_grown_session_is_indexed_from_where_its_last_extraction_ended_in(mut env: E
         c["held"]["basis"] = serde_json::json!([]);
         c["held"]["last_seq"] = 5_000_000.into();
     });
+    // gc --aggressive compresses them again, smaller, saying the same (the fold below uses them).
+    let checkpoints = || -> BTreeMap<String, (u64, Vec<u8>)> {
+        (fs::read_dir(here.join("cache/seed-resume")).unwrap())
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                let bytes = fs::read(&p).unwrap();
+                let json = zstd::decode_all(&bytes[..]).unwrap();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, (bytes.len() as u64, json))
+            })
+            .collect()
+    };
+    let before = checkpoints();
+    let store = here.to_str().unwrap();
+    let gc = ["gc", "--apply", "--aggressive", "--json", "--store", store];
+    let said = json_lines(&env.run("ctxfold", gc).ok().stdout);
+    let said = said.iter().find(|l| l["type"] == "checkpoints").unwrap();
+    let after = checkpoints();
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>()
+    );
+    let total = |c: &BTreeMap<String, (u64, Vec<u8>)>| c.values().map(|(n, _)| n).sum::<u64>();
+    assert_eq!(said["checkpoints"], before.len(), "{said}");
+    assert_eq!(said["bytes_before"], total(&before), "{said}");
+    assert_eq!(said["bytes_after"], total(&after), "{said}");
+    assert!(total(&after) < total(&before), "{said}");
+    for (name, (bytes, json)) in &after {
+        assert!(*bytes < before[name].0, "{name}");
+        assert_eq!(*json, before[name].1, "{name}");
+    }
     for placed in &grown {
         fs::write(&placed.path, &placed.bytes).unwrap();
     }
@@ -707,7 +738,7 @@ fn a_grown_session_hashed_on_from_its_midstate_folds_as_one_hashed_whole_in(
 ) {
     let grown = cut_to_their_first_half(&homes);
     // Sessions this small keep no midstate, unless tests say so.
-    let midstates = |store: &Path| store.join("cache/midstates.jsonl");
+    let midstates = |store: &Path| store.join("cache/midstates.jsonl.zst");
     let small = env.path("small");
     let fold = |env: &Env, store: &Path| {
         let store = store.to_str().unwrap();
@@ -722,7 +753,10 @@ fn a_grown_session_hashed_on_from_its_midstate_folds_as_one_hashed_whole_in(
         fold(&env, store).ok();
     }
     let kept = |store: &Path| -> Vec<serde_json::Value> {
-        let text = fs::read_to_string(midstates(store)).unwrap_or_default();
+        let text = fs::read(midstates(store)).map_or_else(
+            |_| String::new(),
+            |b| String::from_utf8(zstd::decode_all(&b[..]).unwrap()).unwrap(),
+        );
         text.lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()

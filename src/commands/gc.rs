@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use crate::digest::Digest;
 use crate::odb::repack::Repacked;
-use crate::seeds::index;
+use crate::seeds::{index, resume};
 use crate::store::generations::{self, Generation};
 use crate::store::lock::Mode;
 use crate::store::{gc, packing};
@@ -58,7 +58,9 @@ use crate::store::{gc, packing};
 /// `{"type":"generation","action":…,"session":ID,"generation":N,"kept_at":TIME|null,"reason":"grown"|"changed"|null,"path":PATH}`,
 /// `{"type":"object","action":…,"sha256":HEX,"bytes":N|null}` (null: packed),
 /// `{"type":"temp_file","action":…,"path":PATH}`, `{"type":"temp_folder","action":…,"path":PATH}`,
-/// `{"type":"manifests","action":"packed"|"would_pack","manifests":N}`, then
+/// `{"type":"manifests","action":"packed"|"would_pack","manifests":N}`, with --aggressive
+/// `{"type":"checkpoints","action":"recompressed","checkpoints":N,"bytes_before":N,"bytes_after":N}`
+/// (under --apply, when any got smaller), then
 /// `{"type":"summary","applied":BOOL,"objects":N,"temp_files":N,"generations":N,"referenced_objects":N,"young_objects_kept":N,"packs_rewritten":N,"loose_objects_packed":N,"pack":{"name":…,"objects":N,"bytes":N}|null}`
 /// (`pack`: the pack written, under --apply).
 #[derive(Debug, clap::Parser)]
@@ -72,7 +74,8 @@ pub struct GcArgs {
     /// d or w (`30m`, `2d`)
     #[arg(long, value_name = "AGE", default_value = "1h", value_parser = crate::cli::human::parse_duration)]
     pub prune: Duration,
-    /// Rewrite every pack at zstd level 19 in larger blocks: the smallest store, slowly
+    /// Rewrite every pack at zstd level 19 in larger blocks, and compress fold's seed-resume
+    /// checkpoints again at level 15: the smallest store, slowly
     #[arg(long)]
     pub aggressive: bool,
     /// JSON Lines: one object per thing removed, then a summary
@@ -191,6 +194,28 @@ impl Command for GcArgs {
                     "manifests": manifests,
                 }),
             )?;
+        }
+        if self.apply && self.aggressive {
+            let recompressed = resume::recompress(&store, resume::AGGRESSIVE_LEVEL)?;
+            if recompressed.checkpoints > 0 {
+                emit_either(
+                    io.out,
+                    self.json,
+                    format_args!(
+                        "recompressed {} of seed extraction: {} -> {}",
+                        count(recompressed.checkpoints, "checkpoint"),
+                        bytes(recompressed.before),
+                        bytes(recompressed.after)
+                    ),
+                    serde_json::json!({
+                        "type": "checkpoints",
+                        "action": "recompressed",
+                        "checkpoints": recompressed.checkpoints,
+                        "bytes_before": recompressed.before,
+                        "bytes_after": recompressed.after,
+                    }),
+                )?;
+            }
         }
         report(io, &plan, done.as_ref(), &say, dropping.len())?;
         if !self.apply {
