@@ -1,8 +1,8 @@
 //! The seed index files fold merges into the store (the context-fold extension's, beside Pi
 //! sessions), read only when they may add something: a file whose stamp has not changed since it
 //! was merged, into a session's stored index that has not changed since either, adds nothing. The
-//! stamps are a cache beside the stamp cache (`<store>/cache/seed-merges.jsonl.zst`): lost or damaged,
-//! every file is merged again, which adds nothing twice.
+//! stamps are a cache beside the stamp cache (`<store>/cache/seed-merges.jsonl.zst`): lost or
+//! damaged, every file is merged again, which adds nothing twice.
 
 use super::stamp::Stamp;
 use super::stamps::Stamps;

@@ -3,8 +3,8 @@
 //! bytes again only to find the manifest's sha256; with the midstate it checks them by their xxh3
 //! and hashes from the last part on (see [`compare_keeping`](super::compare::compare_keeping)).
 //!
-//! Beside the stamp cache, in `<store>/cache/midstates.jsonl.zst`, and like it a cache: lost, damaged
-//! or made for other bytes, a grown source is hashed whole, as without it.
+//! Beside the stamp cache, in `<store>/cache/midstates.jsonl.zst`, and like it a cache: lost,
+//! damaged or made for other bytes, a grown source is hashed whole, as without it.
 
 use std::path::Path;
 
