@@ -346,24 +346,33 @@ impl<'a> Planner<'a> {
                 continue;
             }
             create_private_dir(&dir)?;
+            // The index first: a pack whose every object this store holds (one it repacked since,
+            // as gc does) is left out unread, and a mirror that dropped it (see `partial`) does
+            // not fetch it back.
+            let index = crate::odb::pack::index_path(&dir, &pack);
+            self.write_blob(entry.oid, &index)?;
+            if !self.lacks_any(&crate::odb::pack::indexed_objects(&index, &pack)?)? {
+                fs::remove_file(&index).with_path("remove", &index)?;
+                continue;
+            }
             self.write_blob(data.oid, &crate::odb::pack::pack_path(&dir, &pack))?;
-            self.write_blob(entry.oid, &crate::odb::pack::index_path(&dir, &pack))?;
             let member = odb.open_pack(&pack)?;
             if let Some(problem) = odb.verify_pack(&member).into_iter().next() {
                 return Err(Error::corrupt(problem.to_string()));
             }
-            // A pack holding nothing new (what this store repacked already) is left out.
-            let mut new = false;
-            for at in member.pack.objects() {
-                new |= !self.store.odb().contains(&at?.digest)?;
-            }
-            if new {
-                staged.push(pack);
-            } else {
-                odb.retire_pack(&pack, |_| false)?;
-            }
+            staged.push(pack);
         }
         Ok(())
+    }
+
+    /// Whether this store lacks any of `objects`.
+    fn lacks_any(&self, objects: &[Digest]) -> Result<bool> {
+        for digest in objects {
+            if !self.store.odb().contains(digest)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Stage and verify every remote object this store lacks.

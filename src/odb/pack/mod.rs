@@ -108,6 +108,15 @@ pub fn index_path(dir: &Path, name: &Digest) -> PathBuf {
     dir.join(format!("{name}.idx"))
 }
 
+/// The objects the index at `path` (of the pack `pack`) names, read from the index alone, checked
+/// as every open checks it: what a pack holds, known without reading the pack.
+pub fn indexed_objects(path: &Path, pack: &Digest) -> Result<Vec<Digest>> {
+    let index = index::Index::open(path, pack)?;
+    Ok((0..index.header().objects)
+        .map(|position| Digest::from_bytes(index.object(position).digest))
+        .collect())
+}
+
 /// The packs in `dir` that readers may use (those whose index is in place), sorted by name. A
 /// missing folder holds no packs.
 pub fn list(dir: &Path) -> Result<Vec<Digest>> {
