@@ -722,3 +722,53 @@ fn a_plain_remote_is_not_encrypted_in_place_and_the_refusal_says_how() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn an_encrypted_remote_added_after_a_plain_one_gets_what_the_mirror_dropped() {
+    let w = World::new();
+    let a = w.machine("a");
+    w.key(&a);
+    fold(&w, &a, &[own_fixtures_dir()]);
+    let plain = w.env.path("plain.git");
+    let mut init = w.env.command_for("git");
+    init.args(["init", "--quiet", "--bare"]).arg(&plain);
+    Env::output(init, b"").ok();
+    w.ctxfold(&a, &["remote", "add", "plain", plain.to_str().unwrap()])
+        .ok();
+    w.ctxfold(&a, &["sync", "plain"]).ok();
+    // The plain remote holds the packs: the mirror dropped its copies of them.
+    let mirror = a.store.join("mirror.git");
+    let packs = mirror_git(&mirror, &["ls-tree", "-r", "ctxfold", "packs-ctxfold"]);
+    let dropped: Vec<&str> = (packs.lines())
+        .filter(|l| l.ends_with(".pack"))
+        .map(|l| l.split(' ').nth(2).unwrap().split('\t').next().unwrap())
+        .collect();
+    assert!(!dropped.is_empty(), "{packs}");
+    for id in &dropped {
+        let mut has = w.env.command_for("git");
+        has.env("GIT_NO_LAZY_FETCH", "1")
+            .arg("--git-dir")
+            .arg(&mirror)
+            .args(["cat-file", "-e", id]);
+        assert_ne!(Env::output(has, b"").code, Some(0), "{id} kept");
+    }
+
+    // Sealed for the encrypted remote all the same, and cloned back whole from it.
+    w.ctxfold(
+        &a,
+        &["remote", "add", "origin", w.remote_url(), "--encrypt"],
+    )
+    .ok();
+    w.ctxfold(&a, &["sync", "origin"]).ok();
+    let b = w.machine("b");
+    fs::create_dir_all(b.config.join("ctxfold")).unwrap();
+    fs::copy(
+        a.config.join("ctxfold/identity.txt"),
+        b.config.join("ctxfold/identity.txt"),
+    )
+    .unwrap();
+    w.ctxfold(&b, &["clone", w.remote_url()]).ok();
+    restores_every_session(&w, &b, &a.store);
+    let leaked = found_in(&w.remote_objects(), &secrets_of(&a.store));
+    assert!(leaked.is_empty(), "the remote shows {leaked:?}");
+}

@@ -1293,3 +1293,237 @@ fn a_session_an_earlier_mirror_commit_holds_that_can_no_longer_be_scanned_is_not
     assert_eq!(branches, "", "nothing pushed");
     w.ctxfold(&w.a, &["sync", "--allow-secrets"]).ok();
 }
+
+/// Whether the repository at `git_dir` holds object `oid` itself (git fetches nothing for it).
+fn holds(w: &World, git_dir: &Path, oid: &str) -> bool {
+    let mut cmd = w.env.command_for("git");
+    cmd.env("GIT_NO_LAZY_FETCH", "1")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["cat-file", "-e", oid]);
+    common::Env::output(cmd, b"").code == Some(0)
+}
+
+/// The blobs of the branch's tree under `folders`, as (object id, path).
+fn branch_blobs(w: &World, git_dir: &Path, folders: &[&str]) -> Vec<(String, String)> {
+    let mut cmd = w.env.command_for("git");
+    cmd.arg("--git-dir")
+        .arg(git_dir)
+        .args(["ls-tree", "-r", "refs/heads/ctxfold", "--"])
+        .args(folders);
+    let listed = common::Env::output(cmd, b"").ok().stdout_text();
+    listed
+        .lines()
+        .map(|line| {
+            let (meta, path) = line.split_once('\t').unwrap();
+            let oid = meta.split(' ').nth(2).unwrap();
+            (oid.to_string(), path.to_string())
+        })
+        .collect()
+}
+
+/// `ctxfold sync` of `store` with git forbidden to fetch what a partial mirror dropped.
+fn sync_fetching_nothing_dropped(w: &World, store: &Path) -> common::Run {
+    let mut cmd = w.env.command("ctxfold");
+    cmd.env("GIT_NO_LAZY_FETCH", "1")
+        .args(["sync", "--store"])
+        .arg(store);
+    common::Env::output(cmd, b"")
+}
+
+#[test]
+fn a_mirror_keeps_no_second_copy_of_what_the_remote_holds_and_fetches_back_what_a_merge_needs() {
+    let w = World::new();
+    let remote = w.remote.to_str().unwrap();
+    let mirror = w.a.join("mirror.git");
+    // Sessions in packs, and an object written loose.
+    w.fold(&w.a, "s1", &fixture(own::CODEX_SHELL_CRLF));
+    w.fold(&w.a, "s2", &fixture(own::PI_AGENT_WORK));
+    let loose = w.write("loose", b"an object of its own");
+    let args = [
+        "--store",
+        w.a.to_str().unwrap(),
+        "-w",
+        loose.to_str().unwrap(),
+    ];
+    w.env.run("ctxfold-hash-object", args).ok();
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    w.sync(&w.a);
+
+    let data = branch_blobs(&w, &mirror, &["packs-ctxfold", "objects"]);
+    assert!(data.iter().any(|(_, p)| p.ends_with(".pack")), "{data:?}");
+    assert!(
+        data.iter().any(|(_, p)| p.starts_with("objects/")),
+        "{data:?}"
+    );
+    for (oid, path) in &data {
+        let is_index = path.ends_with(".idx");
+        assert_eq!(holds(&w, &mirror, oid), is_index, "{path} in the mirror");
+        assert!(holds(&w, &w.remote, oid), "{path} on the remote");
+    }
+    for (oid, path) in branch_blobs(&w, &mirror, &["manifests", "seeds"]) {
+        assert!(holds(&w, &mirror, &oid), "{path} kept in the mirror");
+    }
+    assert!(!mirror.join("ctxfold-shed").exists());
+    assert!(!mirror.join("objects/info/alternates").exists());
+    assert_eq!(
+        w.git(Some(&mirror), ["config", "remote.origin.promisor"]),
+        "true\n"
+    );
+    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+
+    // Everything repacked here (the loose object kept for gc's grace period): the remote's packs
+    // are told apart by their indexes, nothing is fetched back, and a new session goes out.
+    w.ctxfold(&w.a, &["gc", "--apply", "--aggressive"]).ok();
+    let repacked = pack_files(&w.a);
+    assert!(!repacked.is_empty());
+    assert!(
+        repacked
+            .iter()
+            .all(|p| !data.iter().any(|(_, d)| p.ends_with(d)))
+    );
+    w.fold(&w.a, "s3", &fixture(own::CODEX_MID_TURN));
+    sync_fetching_nothing_dropped(&w, &w.a).ok();
+    w.ctxfold(&w.b, &["clone", remote]).ok();
+    for (id, name) in [
+        ("s1", own::CODEX_SHELL_CRLF),
+        ("s2", own::PI_AGENT_WORK),
+        ("s3", own::CODEX_MID_TURN),
+    ] {
+        assert_eq!(w.restored(&w.b, id), fs::read(fixture(name)).unwrap());
+    }
+    let cloned = w.b.join("mirror.git");
+    for (oid, path) in branch_blobs(&w, &cloned, &["packs-ctxfold"]) {
+        assert_eq!(holds(&w, &cloned, &oid), path.ends_with(".idx"), "{path}");
+    }
+
+    // Removed and collected here, s1 comes back from the remote: its pack is fetched back, which
+    // a sync that may not fetch cannot do, and stops with the store as it was.
+    w.ctxfold(&w.a, &["rm", "--apply", "s1"]).ok();
+    w.ctxfold(&w.a, &["gc", "--apply", "--prune=now"]).ok();
+    let before = store_files(&w.a);
+    let refused = sync_fetching_nothing_dropped(&w, &w.a);
+    assert_ne!(refused.code, Some(0), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("fetched from the remote"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(store_files(&w.a), before);
+    w.sync(&w.a);
+    assert_eq!(
+        w.restored(&w.a, "s1"),
+        fs::read(fixture(own::CODEX_SHELL_CRLF)).unwrap()
+    );
+    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+}
+
+#[test]
+fn a_mirror_that_dropped_what_its_remote_holds_pushes_it_to_a_new_remote_from_the_store() {
+    let w = World::new();
+    for (id, name) in [("codex", own::CODEX_AGENT_WORK), ("pi", own::PI_AGENT_WORK)] {
+        w.fold(&w.a, id, &fixture(name));
+    }
+    w.ctxfold(&w.a, &["repack"]).ok();
+    let first = w.remote.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "origin", first]).ok();
+    // Cut files too: the pack goes to the remotes in parts.
+    let mirror = w.a.join("mirror.git");
+    w.git(Some(&mirror), ["config", "ctxfold.maxFileSize", "4k"]);
+    w.sync(&w.a);
+    let dropped: Vec<_> = branch_blobs(&w, &mirror, &["packs-ctxfold"])
+        .into_iter()
+        .filter(|(oid, _)| !holds(&w, &mirror, oid))
+        .collect();
+    assert!(
+        dropped.iter().any(|(_, p)| p.contains(".pack/part-")),
+        "{dropped:?}"
+    );
+
+    // The first remote is gone for good; a new one gets everything, from this disk.
+    w.ctxfold(&w.a, &["remote", "remove", "origin"]).ok();
+    fs::remove_dir_all(&w.remote).unwrap();
+    let second = w.env.path("second.git");
+    w.git(
+        None,
+        ["init", "--quiet", "--bare", second.to_str().unwrap()],
+    );
+    let second = second.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "backup", second]).ok();
+    sync_fetching_nothing_dropped(&w, &w.a).ok();
+    w.ctxfold(&w.b, &["clone", second]).ok();
+    assert_eq!(
+        w.restored(&w.b, "codex"),
+        fs::read(fixture(own::CODEX_AGENT_WORK)).unwrap()
+    );
+    assert_eq!(
+        w.restored(&w.b, "pi"),
+        fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
+    );
+    // Dropped again once the new remote holds them.
+    for (oid, path) in &dropped {
+        assert!(!holds(&w, &mirror, oid), "{path}");
+    }
+}
+
+/// A sync killed in the middle of dropping what the remote holds (right after git's filtered
+/// repack, before the packs left are marked as promisor packs) leaves a mirror that still holds
+/// every object it names; the next sync finishes the drop.
+#[test]
+fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
+    let w = World::new();
+    let a = &w.a;
+    w.synced_once(a);
+    let mirror = a.join("mirror.git");
+    let dropped_before = branch_blobs(&w, &mirror, &["packs-ctxfold"]);
+    w.fold(a, "s2", &fixture(own::PI_AGENT_WORK));
+    let git = common::which("git").expect("git");
+    let wrappers = w.env.path("wrappers");
+    fs::create_dir(&wrappers).unwrap();
+    let wrapper = wrappers.join("git");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *--filter-to=*) {git} \"$@\"; kill -9 $PPID; exit 1;; esac\nexec {git} \"$@\"\n",
+            git = git.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        wrappers.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = w.env.command("ctxfold");
+    cmd.env("PATH", path)
+        .args(["sync", "--store", a.to_str().unwrap()]);
+    let killed = common::Env::output(cmd, b"");
+    assert_eq!(killed.code, None, "killed by a signal: {}", killed.stderr);
+
+    assert!(mirror.join("ctxfold-shed").is_dir());
+    let new = branch_blobs(&w, &mirror, &["packs-ctxfold"]);
+    let new: Vec<_> = new.iter().filter(|b| !dropped_before.contains(b)).collect();
+    assert!(!new.is_empty());
+    for (oid, path) in new {
+        assert!(holds(&w, &mirror, oid), "{path} is still there");
+    }
+    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+
+    w.sync(a);
+    assert!(!mirror.join("ctxfold-shed").exists());
+    assert!(!mirror.join("objects/info/alternates").exists());
+    for (oid, path) in branch_blobs(&w, &mirror, &["packs-ctxfold"]) {
+        assert_eq!(holds(&w, &mirror, &oid), path.ends_with(".idx"), "{path}");
+    }
+    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+    w.ctxfold(&w.b, &["clone", w.remote.to_str().unwrap()]).ok();
+    assert_eq!(
+        w.restored(&w.b, "s2"),
+        fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
+    );
+}

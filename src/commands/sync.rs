@@ -57,6 +57,13 @@ use crate::store::packing;
 /// earlier mirror commit holds (a sync whose push failed) that the store can no longer read, taken
 /// out and collected since, is refused likewise: what cannot be scanned is not sent unasked.
 ///
+/// Once a plain remote holds the branch, the mirror drops its copies of the store's packs and
+/// loose objects (they are in the store and there): it is a partial repository whose remotes are
+/// promisor remotes (`git clone --filter`), and keeps commits, trees, manifests, the seed catalog
+/// and pack indexes. A remote that lacks them later (one added since) gets them from the store's
+/// files; a merge that needs one the store gave up (a session taken out here, brought back from
+/// the remote) has git fetch it. A mirror with an encrypted remote keeps everything it writes.
+///
 /// Prints what changed (with --json, one JSON object, the notes in its `unplaced`). `pushed COMMIT`
 /// names the commit the remote got: for an encrypted remote, the encrypted one the host holds (in
 /// JSON, `commit` is this mirror's commit and `remote_commit` the remote's).

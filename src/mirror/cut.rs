@@ -25,6 +25,15 @@ fn part_name(n: usize) -> String {
     format!("{PART}{n:06}")
 }
 
+/// Which part of a cut file the blob `name` is (`None`: not a part's name).
+pub(crate) fn part_number(name: &str) -> Option<usize> {
+    let digits = name.strip_prefix(PART)?;
+    match digits.len() == 6 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        true => digits.parse().ok(),
+        false => None,
+    }
+}
+
 /// Where a file's blobs and trees go: the mirror's loose objects, or a pack being written.
 pub(crate) trait Objects {
     fn blob(&mut self, bytes: &[u8]) -> Result<ObjectId>;
@@ -102,8 +111,13 @@ impl Mirror {
     pub(crate) fn read_file(&self, id: ObjectId) -> Result<Option<Vec<u8>>> {
         let object = self
             .repo()
-            .find_object(id)
+            .try_find_object(id)
             .git(|| format!("read object {id}"))?;
+        let object = match object {
+            Some(object) => object,
+            // Only blobs are dropped (see `partial`): trees are always here.
+            None => return self.dropped_blob(id).map(Some),
+        };
         if object.kind == gix::object::Kind::Blob {
             return Ok(Some(object.detach().data));
         }
@@ -112,13 +126,28 @@ impl Mirror {
         };
         let mut bytes = Vec::new();
         for part in parts {
-            let blob = self
+            match self
                 .repo()
-                .find_blob(part)
-                .git(|| format!("read blob {part}"))?;
-            bytes.extend_from_slice(&blob.data);
+                .try_find_object(part)
+                .git(|| format!("read blob {part}"))?
+            {
+                Some(blob) => bytes.extend_from_slice(&blob.data),
+                None => bytes.extend_from_slice(&self.dropped_blob(part)?),
+            }
         }
         Ok(Some(bytes))
+    }
+
+    /// A blob missing from the mirror: one a partial mirror dropped is fetched back by git; in any
+    /// other mirror, the object is simply not there.
+    fn dropped_blob(&self, id: ObjectId) -> Result<Vec<u8>> {
+        if super::partial::is_partial(self.git_dir())? {
+            return super::git::cat_blob(self.git_dir(), id);
+        }
+        Err(Error::corrupt(format!(
+            "object {id} is missing from the git mirror {}",
+            self.git_dir().display()
+        )))
     }
 
     /// The parts of a cut file, in order; `None` when the tree is not one.

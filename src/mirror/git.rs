@@ -29,7 +29,7 @@ where
 }
 
 /// Run git and require success; `what` names the step in the error.
-fn run_ok<I, S>(git_dir: &Path, what: &str, args: I) -> Result<Vec<u8>>
+pub(super) fn run_ok<I, S>(git_dir: &Path, what: &str, args: I) -> Result<Vec<u8>>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -184,32 +184,49 @@ pub fn fetch(git_dir: &Path, remote: &str) -> Result<bool> {
     Ok(true)
 }
 
-/// The files a push of `ours` to a remote whose branch is at `theirs` sends (every blob reachable
-/// from `ours` and not from `theirs`, with a path it has): git's own answer, `rev-list --objects`.
-pub fn files_to_send(
-    git_dir: &Path,
-    ours: ObjectId,
-    theirs: Option<ObjectId>,
-) -> Result<Vec<(ObjectId, String)>> {
-    let mut args = vec!["rev-list".to_string(), "--objects".into(), ours.to_string()];
+/// What a push of one commit over another sends.
+#[derive(Debug, Default)]
+pub struct ToSend {
+    /// Every object but the commits and the root tree, with its path.
+    pub files: Vec<(ObjectId, String)>,
+    /// Objects the mirror lacks (blobs a partial mirror dropped; see `partial`), without a path.
+    pub missing: Vec<ObjectId>,
+}
+
+/// What a push of `ours` to a remote whose branch is at `theirs` sends (every object reachable
+/// from `ours` and not from `theirs`): git's own answer, `rev-list --objects`, told not to fetch
+/// what the mirror dropped but to name it.
+pub fn files_to_send(git_dir: &Path, ours: ObjectId, theirs: Option<ObjectId>) -> Result<ToSend> {
+    let mut args = vec![
+        "rev-list".to_string(),
+        "--objects".into(),
+        "--missing=print".into(),
+        ours.to_string(),
+    ];
     if let Some(theirs) = theirs {
         args.extend(["--not".into(), theirs.to_string()]);
     }
     let listed = run_ok(git_dir, "list what a push sends", &args)?;
-    let mut files = Vec::new();
+    let id = |hex: &str| {
+        ObjectId::from_hex(hex.as_bytes())
+            .map_err(|e| Error::system("read git rev-list", std::io::Error::other(e)))
+    };
+    let mut sent = ToSend::default();
     for line in String::from_utf8_lossy(&listed).lines() {
+        if let Some(hex) = line.strip_prefix('?') {
+            sent.missing.push(id(hex)?);
+            continue;
+        }
         // Commits come without a path, the root tree with an empty one.
-        let Some((id, path)) = line.split_once(' ') else {
+        let Some((hex, path)) = line.split_once(' ') else {
             continue;
         };
         if path.is_empty() {
             continue;
         }
-        let id = ObjectId::from_hex(id.as_bytes())
-            .map_err(|e| Error::system("read git rev-list", std::io::Error::other(e)))?;
-        files.push((id, path.to_string()));
+        sent.files.push((id(hex)?, path.to_string()));
     }
-    Ok(files)
+    Ok(sent)
 }
 
 /// Push `commit` to the remote's ctxfold branch. git refuses anything but a fast-forward, so a
@@ -228,7 +245,7 @@ pub fn push(git_dir: &Path, remote: &str, commit: ObjectId) -> Result<()> {
 /// encrypted, in which no delta finds anything, and the search over them took most of a sync's
 /// time (8 s of a 68 MB store's repack, against 1.5 s without it). Manifests, which delta well, stay
 /// under it.
-const NO_DELTAS_OVER: &str = "core.bigFileThreshold=1m";
+pub(super) const NO_DELTAS_OVER: &str = "core.bigFileThreshold=1m";
 
 /// A fetch keeps what it gets as the pack it came in, however few its objects (git unpacks fewer
 /// than 100 into loose objects, compressing each again: a fetch of an encrypted remote is few
@@ -258,12 +275,25 @@ pub fn pack(git_dir: &Path) -> Result<()> {
     if field("count:") == 0 && field("packs:") <= 1 {
         return Ok(());
     }
+    // git cannot roll a partial repository's packs geometrically ("cannot use internal rev list
+    // with --stdin-packs"): there, loose objects are packed and `partial::shed` rolls the rest.
+    let roll = match super::partial::is_partial(git_dir)? {
+        true => None,
+        false => Some("--geometric=2"),
+    };
+    let args = ["-c", NO_DELTAS_OVER, "repack", "-d", "-q"];
+    run_ok(git_dir, "pack the mirror", args.into_iter().chain(roll))?;
+    Ok(())
+}
+
+/// The bytes of blob `id` as the `git` binary reads them: in a partial mirror (see `partial`), one
+/// it dropped is fetched back from a promisor remote on the way, which gix does not do.
+pub fn cat_blob(git_dir: &Path, id: ObjectId) -> Result<Vec<u8>> {
     run_ok(
         git_dir,
-        "pack the mirror",
-        ["-c", NO_DELTAS_OVER, "repack", "-d", "-q", "--geometric=2"],
-    )?;
-    Ok(())
+        &format!("read blob {id} (fetched from the remote when the mirror dropped it)"),
+        ["cat-file", "blob", &id.to_string()],
+    )
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod git;
 pub mod lock;
 pub mod manifests;
 pub mod merge;
+pub mod partial;
 pub mod private;
 pub mod seal;
 pub mod sync;

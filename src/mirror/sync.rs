@@ -9,7 +9,7 @@ use gix::ObjectId;
 use super::lock::MirrorLock;
 use super::merge::{Report, merge};
 use super::seal::remote::Sealed;
-use super::{Mirror, git};
+use super::{Mirror, git, partial};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::lock::Mode;
@@ -118,11 +118,16 @@ fn sync_locked(
     let (commit, push) = settle(&mirror, store, mine, theirs, &merged, remote)?;
     let mut sessions_pushed = 0;
     let mut remote_commit = fetched;
+    let mut restored = partial::Restored::default();
     if let (Some(commit), true) = (commit, push) {
         sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
         let sent = match &mut sealed {
             Some(sealed) => sealed.seal_commit(&mirror, commit, fetched)?,
-            None => commit,
+            None => {
+                let listed = git::files_to_send(git_dir, commit, theirs)?;
+                restored = partial::restore_dropped(&mirror, store, &listed)?;
+                commit
+            }
         };
         git::push(git_dir, remote, sent)?;
         remote_commit = Some(sent);
@@ -130,7 +135,11 @@ fn sync_locked(
     if let Some(sealed) = &sealed {
         sealed.save()?;
     }
-    git::pack(git_dir)?;
+    // The remote now holds the branch: a mirror of plain remotes keeps no second copy of it.
+    match remote_commit.is_some() && sealed.is_none() && partial::may_shed(git_dir)? {
+        true => partial::shed(&mirror, remote, restored)?,
+        false => git::pack(git_dir)?,
+    }
     Ok(Outcome {
         remote: remote.to_string(),
         commit,
@@ -149,7 +158,7 @@ fn manifests_to_send(
     theirs: Option<ObjectId>,
 ) -> Result<Vec<Manifest>> {
     let mut manifests = Vec::new();
-    for (id, path) in git::files_to_send(mirror.git_dir(), ours, theirs)? {
+    for (id, path) in git::files_to_send(mirror.git_dir(), ours, theirs)?.files {
         if !(path.starts_with("manifests/") && path.ends_with(".json")) {
             continue;
         }

@@ -1,0 +1,234 @@
+//! A mirror that does not hold the store's data a second time. Once a plain remote holds the
+//! branch, the blobs of the store's packs and loose objects are on that remote and in the store
+//! itself: the mirror drops them and keeps the commits, the trees and the small files that change
+//! (manifests, the seed catalog, pack indexes), as a `git clone --filter` keeps what it fetched.
+//! Every remote becomes a promisor remote, so that git fetches back on demand a dropped blob that
+//! something still reads (a merge bringing back a pack the store gave up, the first seal for an
+//! encrypted remote added since; see `Mirror::read_file`). A push to a remote that lacks them
+//! takes them from the store's files instead ([`restore_dropped`]).
+//!
+//! The drop is a repack with a filter whose dropped objects go to a pack of their own, which is
+//! an alternate object folder of the mirror until the kept packs are marked as promisor packs
+//! (the mark that lets git go without what they name): killed at any point, the mirror still
+//! holds or may fetch every object it names. A mirror with an encrypted remote drops nothing
+//! more: its plain commits are on no remote.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use gix::ObjectId;
+
+use super::git::{self, NO_DELTAS_OVER, ToSend, run_ok};
+use super::{GitContext, Mirror, cut};
+use crate::error::{IoContext, Result};
+use crate::files::atomic::{sync_dir, sync_parent, write_file};
+use crate::files::remove_if_present;
+use crate::store::Store;
+
+/// The git configuration key that makes a repository partial, naming its first promisor remote.
+const PARTIAL: &str = "extensions.partialClone";
+
+/// Where the dropped objects wait until the kept packs are marked (an object folder).
+const SHED: &str = "ctxfold-shed";
+
+/// Whether the mirror at `git_dir` is partial (has dropped, or may drop, blobs).
+pub fn is_partial(git_dir: &Path) -> Result<bool> {
+    Ok(!git::config_values(git_dir, PARTIAL)?.is_empty())
+}
+
+/// Whether the mirror may drop what `remote` holds: no remote of it is encrypted.
+pub fn may_shed(git_dir: &Path) -> Result<bool> {
+    for remote in git::remotes(git_dir)? {
+        if !super::seal::remote::configured(git_dir, &remote.name)?.is_empty() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Drop from the mirror the blobs of the store's packs and loose objects, all of which `remote`
+/// holds (the branch was just pushed there or fetched from it), and those `restored` for the push.
+pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
+    let git_dir = mirror.git_dir();
+    let remotes = git::remotes(git_dir)?;
+    for other in &remotes {
+        let key = format!("remote.{}.promisor", other.name);
+        if git::config_values(git_dir, &key)?.is_empty() {
+            git::set_config_values(git_dir, &key, &["true".into()])?;
+        }
+    }
+    // Named anew when the remote it named was removed.
+    let named = git::config_values(git_dir, PARTIAL)?;
+    if !remotes.iter().any(|r| named.contains(&r.name)) {
+        git::set_config_values(git_dir, PARTIAL, &[remote.to_string()])?;
+    }
+    // A repack with a filter leaves loose objects where they are: they are packed first.
+    git::pack(git_dir)?;
+    let shed = git_dir.join(SHED);
+    let alternates = git_dir.join("objects/info/alternates");
+    fs::create_dir_all(shed.join("pack")).with_path("create", &shed)?;
+    let info = alternates
+        .parent()
+        .expect("the alternates file is in objects/info");
+    fs::create_dir_all(info).with_path("create", info)?;
+    let kept = add_alternate(&alternates, &shed)?;
+    // Written into the folder that goes, not left behind as a loose object of the mirror.
+    let spec = gix::objs::Write::write_buf(
+        &gix::odb::loose::Store::at(&shed, mirror.repo().object_hash()),
+        gix::objs::Kind::Blob,
+        kept_paths().as_bytes(),
+    )
+    .git(|| "write the mirror's filter into git".into())?;
+    let filter = format!("--filter=sparse:oid={spec}");
+    let to = format!("--filter-to={}", shed.join("pack/pack").display());
+    run_ok(
+        git_dir,
+        "drop from the mirror what the remote holds",
+        [
+            "-c",
+            NO_DELTAS_OVER,
+            "repack",
+            "-a",
+            "-d",
+            "-q",
+            "--no-write-bitmap-index",
+            &filter,
+            &to,
+        ],
+    )?;
+    mark_promisor_packs(&git_dir.join("objects/pack"))?;
+    write_alternates(&alternates, &kept)?;
+    fs::remove_dir_all(&shed).with_path("remove", &shed)?;
+    for id in restored.0 {
+        let hex = id.to_hex().to_string();
+        remove_if_present(&git_dir.join("objects").join(&hex[..2]).join(&hex[2..]))?;
+    }
+    Ok(())
+}
+
+/// Put back, from the store's own files, the blobs a push needs that the mirror dropped: a remote
+/// that lacks them (one added since, or emptied) gets them from this disk, not through another
+/// remote, which may be gone. A blob whose file the store no longer holds as it was is left to git
+/// (which fetches it from a promisor remote, or says why it cannot).
+pub fn restore_dropped(mirror: &Mirror, store: &Store, listed: &ToSend) -> Result<Restored> {
+    let mut restored = Restored::default();
+    if listed.missing.is_empty() {
+        return Ok(restored);
+    }
+    let missing: HashSet<ObjectId> = listed.missing.iter().copied().collect();
+    let cap = mirror.file_cap()?;
+    for (tree, path) in &listed.files {
+        let header = mirror
+            .repo()
+            .find_header(*tree)
+            .git(|| format!("read object {tree}"))?;
+        if header.kind() != gix::objs::Kind::Tree {
+            continue;
+        }
+        for (name, entry) in mirror.entries(Some(*tree))? {
+            if !missing.contains(&entry.oid) {
+                continue;
+            }
+            let name = String::from_utf8_lossy(&name);
+            if let Some(bytes) = store_bytes(store, path, &name, cap)? {
+                let kind = mirror.repo().object_hash();
+                if gix::objs::compute_hash(kind, gix::objs::Kind::Blob, &bytes)
+                    .is_ok_and(|id| id == entry.oid)
+                {
+                    mirror
+                        .repo()
+                        .write_blob(&bytes)
+                        .git(|| format!("write blob {} into git", entry.oid))?;
+                    restored.0.push(entry.oid);
+                }
+            }
+        }
+    }
+    Ok(restored)
+}
+
+/// The blobs [`restore_dropped`] put back, as loose objects: a shed removes them again (git
+/// packs no loose object that a promisor pack names, so no repack would).
+#[derive(Default)]
+pub struct Restored(Vec<ObjectId>);
+
+/// The bytes the mirror's file `name` in folder `dir` holds, read from the store: a whole file,
+/// or one part of a file cut at `cap` (see `cut`); `None` when the store has no such file.
+fn store_bytes(store: &Store, dir: &str, name: &str, cap: u64) -> Result<Option<Vec<u8>>> {
+    let (file, range) = match cut::part_number(name) {
+        Some(n) => (
+            store.root().join(dir),
+            Some(n as u64 * cap..(n as u64 + 1) * cap),
+        ),
+        None => (store.root().join(dir).join(name), None),
+    };
+    let bytes = match fs::read(&file) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_path("read", &file),
+    };
+    Ok(match range {
+        None => Some(bytes),
+        Some(range) => {
+            let end = range.end.min(bytes.len() as u64) as usize;
+            bytes.get(range.start as usize..end).map(<[u8]>::to_vec)
+        }
+    })
+}
+
+/// What the mirror keeps of a tree, as a sparse-checkout specification: everything but the
+/// store's packs and loose objects, each named by its content.
+fn kept_paths() -> String {
+    format!("/*\n!/{}/*.pack\n!/objects/\n", crate::odb::pack::DIR)
+}
+
+/// Add `dir` to the mirror's alternate object folders; return the others, as they were.
+fn add_alternate(alternates: &Path, dir: &Path) -> Result<Vec<String>> {
+    let others = match fs::read_to_string(alternates) {
+        Ok(text) => text
+            .lines()
+            .filter(|l| Path::new(l) != dir)
+            .map(str::to_string)
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_path("read", alternates),
+    };
+    let mut all = others.clone();
+    all.push(dir.display().to_string());
+    write_alternates(alternates, &all)?;
+    Ok(others)
+}
+
+/// Make `lines` the mirror's alternate object folders (none: no file).
+fn write_alternates(alternates: &Path, lines: &[String]) -> Result<()> {
+    if lines.is_empty() {
+        remove_if_present(alternates)?;
+        return sync_parent(alternates);
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let dir = alternates
+        .parent()
+        .expect("the alternates file is in objects/info");
+    write_file(dir, ".alternates-", alternates, text.as_bytes(), true)?;
+    Ok(())
+}
+
+/// Mark every pack in `dir` as a promisor pack: the objects it names but lacks are on a remote.
+fn mark_promisor_packs(dir: &Path) -> Result<()> {
+    let mut marked = false;
+    for entry in fs::read_dir(dir).with_path("list", dir)? {
+        let path = entry.with_path("list", dir)?.path();
+        if path.extension().is_some_and(|e| e == "pack") {
+            let mark: PathBuf = path.with_extension("promisor");
+            if !mark.exists() {
+                fs::write(&mark, b"").with_path("write", &mark)?;
+                marked = true;
+            }
+        }
+    }
+    match marked {
+        true => sync_dir(dir),
+        false => Ok(()),
+    }
+}
