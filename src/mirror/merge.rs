@@ -113,7 +113,14 @@ impl Report {
 }
 
 /// Merge `tree` (a mirror tree, fetched) into `store`, holding the store lock shared throughout.
-pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
+/// `recorded` is the tree the mirror last recorded of this store, if any: a remote manifest
+/// that is the same blob as the one there is one this store holds, and is not read.
+pub fn merge(
+    store: &Store,
+    mirror: &Mirror,
+    tree: ObjectId,
+    recorded: Option<ObjectId>,
+) -> Result<Report> {
     let _lock = store.lock(Mode::Shared, || {})?;
     let staging = tempfile::Builder::new()
         .prefix(".sync-")
@@ -125,8 +132,16 @@ pub fn merge(store: &Store, mirror: &Mirror, tree: ObjectId) -> Result<Report> {
         mirror,
         staged: &staged,
         held: held_sessions(store)?,
+        recorded: HashMap::new(),
         steps: Vec::new(),
     };
+    let recorded = mirror.entries(recorded)?;
+    if let Some(manifests) = recorded.get(b"manifests".as_slice()) {
+        plan.walk(manifests.oid, &mut Vec::new(), &mut |plan, rel, entry| {
+            plan.recorded.insert(rel.join("/"), entry.oid);
+            Ok(())
+        })?;
+    }
     let root = mirror.entries(Some(tree))?;
     let sub = |name: &str| {
         root.get(name.as_bytes())
@@ -196,6 +211,8 @@ struct Planner<'a> {
     staged: &'a Store,
     /// Every (session id, source sha256) a manifest of this store holds, or will after the merge.
     held: HashSet<(String, Digest)>,
+    /// The blobs of this store's manifests as the mirror recorded them, by path under `manifests/`.
+    recorded: HashMap<String, ObjectId>,
     steps: Vec<Step>,
 }
 
@@ -409,6 +426,9 @@ impl<'a> Planner<'a> {
         let Some(name) = rel.last().and_then(|n| n.strip_suffix(".json")) else {
             return Ok(());
         };
+        if self.recorded.get(&rel_path) == Some(&entry.oid) {
+            return Ok(());
+        }
         let local = self.store.manifests_dir().join(&rel_path);
         if self.same_file(&local, entry)? {
             return Ok(());

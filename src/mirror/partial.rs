@@ -9,9 +9,10 @@
 //!
 //! The drop is a repack with a filter whose dropped objects go to a pack of their own, which is
 //! an alternate object folder of the mirror until the kept packs are marked as promisor packs
-//! (the mark that lets git go without what they name): killed at any point, the mirror still
-//! holds or may fetch every object it names. A mirror with an encrypted remote drops nothing
-//! more: its plain commits are on no remote.
+//! again (the mark that lets git go without what they name): killed at any point, the mirror
+//! holds every object the remote does not. Killed while the packs are unmarked, `git fsck` of
+//! the mirror calls the blobs dropped before missing until the next sync marks them again.
+//! A mirror with an encrypted remote drops nothing more: its plain commits are on no remote.
 
 use std::collections::HashSet;
 use std::fs;
@@ -63,7 +64,11 @@ pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
     if !remotes.iter().any(|r| named.contains(&r.name)) {
         git::set_config_values(git_dir, PARTIAL, &[remote.to_string()])?;
     }
-    // A repack with a filter leaves loose objects where they are: they are packed first.
+    let packs = git_dir.join("objects/pack");
+    // Every pack is on a remote now (the branch, the other remotes' branches; what no ref reaches
+    // does not count), and git packs what is loose only beside marked packs that name what they
+    // lack. A repack with a filter leaves loose objects where they are: they are packed first.
+    mark_promisor_packs(&packs, true)?;
     git::pack(git_dir)?;
     let shed = git_dir.join(SHED);
     let alternates = git_dir.join("objects/info/alternates");
@@ -77,11 +82,14 @@ pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
     let spec = gix::objs::Write::write_buf(
         &gix::odb::loose::Store::at(&shed, mirror.repo().object_hash()),
         gix::objs::Kind::Blob,
-        kept_paths().as_bytes(),
+        kept_paths(&current_indexes(mirror)?).as_bytes(),
     )
     .git(|| "write the mirror's filter into git".into())?;
     let filter = format!("--filter=sparse:oid={spec}");
     let to = format!("--filter-to={}", shed.join("pack/pack").display());
+    // Unmarked, so that the filter applies to all (git repacks marked packs whole): what they
+    // lack is all under the paths the filter leaves out, which git then never reads.
+    mark_promisor_packs(&packs, false)?;
     run_ok(
         git_dir,
         "drop from the mirror what the remote holds",
@@ -97,7 +105,7 @@ pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
             &to,
         ],
     )?;
-    mark_promisor_packs(&git_dir.join("objects/pack"))?;
+    mark_promisor_packs(&packs, true)?;
     write_alternates(&alternates, &kept)?;
     fs::remove_dir_all(&shed).with_path("remove", &shed)?;
     for id in restored.0 {
@@ -153,6 +161,12 @@ pub fn restore_dropped(mirror: &Mirror, store: &Store, listed: &ToSend) -> Resul
 #[derive(Default)]
 pub struct Restored(Vec<ObjectId>);
 
+impl Restored {
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// The bytes the mirror's file `name` in folder `dir` holds, read from the store: a whole file,
 /// or one part of a file cut at `cap` (see `cut`); `None` when the store has no such file.
 fn store_bytes(store: &Store, dir: &str, name: &str, cap: u64) -> Result<Option<Vec<u8>>> {
@@ -178,9 +192,30 @@ fn store_bytes(store: &Store, dir: &str, name: &str, cap: u64) -> Result<Option<
 }
 
 /// What the mirror keeps of a tree, as a sparse-checkout specification: everything but the
-/// store's packs and loose objects, each named by its content.
-fn kept_paths() -> String {
-    format!("/*\n!/{}/*.pack\n!/objects/\n", crate::odb::pack::DIR)
+/// store's packs and loose objects, each named by its content, and but the indexes of packs the
+/// store no longer holds (`indexes`: the names of those it does).
+fn kept_paths(indexes: &[String]) -> String {
+    let dir = crate::odb::pack::DIR;
+    let mut spec = format!("/*\n!/objects/\n!/{dir}/*\n");
+    for name in indexes {
+        spec.push_str(&format!("/{dir}/{name}\n"));
+    }
+    spec
+}
+
+/// The names of the pack indexes the branch's tree holds.
+fn current_indexes(mirror: &Mirror) -> Result<Vec<String>> {
+    let root = mirror.entries(mirror.head()?.map(|c| mirror.tree_of(c)).transpose()?)?;
+    let packs = root
+        .get(crate::odb::pack::DIR.as_bytes())
+        .filter(|e| e.mode.is_tree())
+        .map(|e| e.oid);
+    Ok(mirror
+        .entries(packs)?
+        .into_keys()
+        .map(|name| String::from_utf8_lossy(&name).into_owned())
+        .filter(|name| name.ends_with(".idx"))
+        .collect())
 }
 
 /// Add `dir` to the mirror's alternate object folders; return the others, as they were.
@@ -214,20 +249,28 @@ fn write_alternates(alternates: &Path, lines: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Mark every pack in `dir` as a promisor pack: the objects it names but lacks are on a remote.
-fn mark_promisor_packs(dir: &Path) -> Result<()> {
-    let mut marked = false;
-    for entry in fs::read_dir(dir).with_path("list", dir)? {
+/// Mark every pack in `dir` as a promisor pack (the objects it names but lacks are on a remote),
+/// or unmark them all.
+fn mark_promisor_packs(dir: &Path, marked: bool) -> Result<()> {
+    let listing = match fs::read_dir(dir) {
+        Ok(listing) => listing,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_path("list", dir),
+    };
+    let mut changed = false;
+    for entry in listing {
         let path = entry.with_path("list", dir)?.path();
         if path.extension().is_some_and(|e| e == "pack") {
             let mark: PathBuf = path.with_extension("promisor");
-            if !mark.exists() {
-                fs::write(&mark, b"").with_path("write", &mark)?;
-                marked = true;
+            match (marked, mark.exists()) {
+                (true, false) => fs::write(&mark, b"").with_path("write", &mark)?,
+                (false, true) => fs::remove_file(&mark).with_path("remove", &mark)?,
+                _ => continue,
             }
+            changed = true;
         }
     }
-    match marked {
+    match changed {
         true => sync_dir(dir),
         false => Ok(()),
     }

@@ -112,13 +112,17 @@ fn sync_locked(
         None => 0,
     };
     let merged = match theirs {
-        Some(commit) => merge(store, &mirror, mirror.tree_of(commit)?)?,
+        Some(commit) => {
+            let recorded = mine.map(|c| mirror.tree_of(c)).transpose()?;
+            merge(store, &mirror, mirror.tree_of(commit)?, recorded)?
+        }
         None => Report::default(),
     };
     let (commit, push) = settle(&mirror, store, mine, theirs, &merged, remote)?;
     let mut sessions_pushed = 0;
     let mut remote_commit = fetched;
     let mut restored = partial::Restored::default();
+    let mut unrestored = 0;
     if let (Some(commit), true) = (commit, push) {
         sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
         let sent = match &mut sealed {
@@ -126,10 +130,19 @@ fn sync_locked(
             None => {
                 let listed = git::files_to_send(git_dir, commit, theirs)?;
                 restored = partial::restore_dropped(&mirror, store, &listed)?;
+                unrestored = listed.missing.len() - restored.count();
                 commit
             }
         };
-        git::push(git_dir, remote, sent)?;
+        git::push(git_dir, remote, sent).map_err(|e| match unrestored {
+            0 => e,
+            n => e.context(format!(
+                "{n} files of the mirror's history are in neither this store nor the mirror, \
+                 which dropped them once a remote held them: that remote must be reachable, \
+                 or move {} aside and add the remote again, to push a new history",
+                git_dir.display()
+            )),
+        })?;
         remote_commit = Some(sent);
     }
     if let Some(sealed) = &sealed {
