@@ -49,8 +49,8 @@ pub fn may_shed(git_dir: &Path) -> Result<bool> {
 }
 
 /// Drop from the mirror the blobs of the store's packs and loose objects, all of which `remote`
-/// holds (the branch was just pushed there or fetched from it), and those `restored` for the push.
-pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
+/// holds: the branch was just pushed there or fetched from it.
+pub fn shed(mirror: &Mirror, remote: &str) -> Result<()> {
     let git_dir = mirror.git_dir();
     let remotes = git::remotes(git_dir)?;
     for other in &remotes {
@@ -65,11 +65,6 @@ pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
         git::set_config_values(git_dir, PARTIAL, &[remote.to_string()])?;
     }
     let packs = git_dir.join("objects/pack");
-    // Every pack is on a remote now (the branch, the other remotes' branches; what no ref reaches
-    // does not count), and git packs what is loose only beside marked packs that name what they
-    // lack. A repack with a filter leaves loose objects where they are: they are packed first.
-    mark_promisor_packs(&packs, true)?;
-    git::pack(git_dir)?;
     let shed = git_dir.join(SHED);
     let alternates = git_dir.join("objects/info/alternates");
     fs::create_dir_all(shed.join("pack")).with_path("create", &shed)?;
@@ -88,7 +83,8 @@ pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
     let filter = format!("--filter=sparse:oid={spec}");
     let to = format!("--filter-to={}", shed.join("pack/pack").display());
     // Unmarked, so that the filter applies to all (git repacks marked packs whole): what they
-    // lack is all under the paths the filter leaves out, which git then never reads.
+    // lack is all under the paths the filter leaves out, which git then never reads. Loose
+    // objects the filter keeps are packed; those it leaves out stay loose, and go below.
     mark_promisor_packs(&packs, false)?;
     run_ok(
         git_dir,
@@ -105,12 +101,28 @@ pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
             &to,
         ],
     )?;
+    // Every pack is on a remote now (the branch, the other remotes' branches; what no ref reaches
+    // does not count).
     mark_promisor_packs(&packs, true)?;
     write_alternates(&alternates, &kept)?;
     fs::remove_dir_all(&shed).with_path("remove", &shed)?;
-    for id in restored.0 {
-        let hex = id.to_hex().to_string();
-        remove_if_present(&git_dir.join("objects").join(&hex[..2]).join(&hex[2..]))?;
+    remove_loose_objects(&git_dir.join("objects"))
+}
+
+/// Remove the loose objects left after a repack of everything: what its filter left out (on a
+/// remote, named by promisor packs) and what nothing reaches.
+fn remove_loose_objects(objects: &Path) -> Result<()> {
+    for entry in fs::read_dir(objects).with_path("list", objects)? {
+        let dir = entry.with_path("list", objects)?.path();
+        let fan = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if fan.len() != 2 || !fan.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        for object in fs::read_dir(&dir).with_path("list", &dir)? {
+            let object = object.with_path("list", &dir)?.path();
+            fs::remove_file(&object).with_path("remove", &object)?;
+        }
+        fs::remove_dir(&dir).with_path("remove", &dir)?;
     }
     Ok(())
 }
@@ -119,8 +131,9 @@ pub fn shed(mirror: &Mirror, remote: &str, restored: Restored) -> Result<()> {
 /// that lacks them (one added since, or emptied) gets them from this disk, not through another
 /// remote, which may be gone. A blob whose file the store no longer holds as it was is left to git
 /// (which fetches it from a promisor remote, or says why it cannot).
-pub fn restore_dropped(mirror: &Mirror, store: &Store, listed: &ToSend) -> Result<Restored> {
-    let mut restored = Restored::default();
+/// Returns how many it put back, as loose objects (which the next shed removes again).
+pub fn restore_dropped(mirror: &Mirror, store: &Store, listed: &ToSend) -> Result<usize> {
+    let mut restored = 0;
     if listed.missing.is_empty() {
         return Ok(restored);
     }
@@ -148,23 +161,12 @@ pub fn restore_dropped(mirror: &Mirror, store: &Store, listed: &ToSend) -> Resul
                         .repo()
                         .write_blob(&bytes)
                         .git(|| format!("write blob {} into git", entry.oid))?;
-                    restored.0.push(entry.oid);
+                    restored += 1;
                 }
             }
         }
     }
     Ok(restored)
-}
-
-/// The blobs [`restore_dropped`] put back, as loose objects: a shed removes them again (git
-/// packs no loose object that a promisor pack names, so no repack would).
-#[derive(Default)]
-pub struct Restored(Vec<ObjectId>);
-
-impl Restored {
-    pub fn count(&self) -> usize {
-        self.0.len()
-    }
 }
 
 /// The bytes the mirror's file `name` in folder `dir` holds, read from the store: a whole file,

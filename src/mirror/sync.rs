@@ -121,7 +121,6 @@ fn sync_locked(
     let (commit, push) = settle(&mirror, store, mine, theirs, &merged, remote)?;
     let mut sessions_pushed = 0;
     let mut remote_commit = fetched;
-    let mut restored = partial::Restored::default();
     let mut unrestored = 0;
     if let (Some(commit), true) = (commit, push) {
         sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
@@ -129,8 +128,8 @@ fn sync_locked(
             Some(sealed) => sealed.seal_commit(&mirror, commit, fetched)?,
             None => {
                 let listed = git::files_to_send(git_dir, commit, theirs)?;
-                restored = partial::restore_dropped(&mirror, store, &listed)?;
-                unrestored = listed.missing.len() - restored.count();
+                let restored = partial::restore_dropped(&mirror, store, &listed)?;
+                unrestored = listed.missing.len() - restored;
                 commit
             }
         };
@@ -150,7 +149,7 @@ fn sync_locked(
     }
     // The remote now holds the branch: a mirror of plain remotes keeps no second copy of it.
     match remote_commit.is_some() && sealed.is_none() && partial::may_shed(git_dir)? {
-        true => partial::shed(&mirror, remote, restored)?,
+        true => partial::shed(&mirror, remote)?,
         false => git::pack(git_dir)?,
     }
     Ok(Outcome {
