@@ -127,12 +127,35 @@ fn remove_loose_objects(objects: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Push `commit` to `remote`, whose branch is at `theirs`, with what it lacks that the mirror
+/// dropped put back first ([`restore_dropped`]).
+pub fn push(
+    mirror: &Mirror,
+    store: &Store,
+    remote: &str,
+    commit: ObjectId,
+    theirs: Option<ObjectId>,
+) -> Result<()> {
+    let git_dir = mirror.git_dir();
+    let listed = git::files_to_send(git_dir, commit, theirs)?;
+    let unrestored = listed.missing.len() - restore_dropped(mirror, store, &listed)?;
+    git::push(git_dir, remote, commit).map_err(|e| match unrestored {
+        0 => e,
+        n => e.context(format!(
+            "{n} files of the mirror's history are in neither this store nor the mirror, which \
+             dropped them once a remote held them: that remote must be reachable, or move {} \
+             aside and add the remote again, to push a new history",
+            git_dir.display()
+        )),
+    })
+}
+
 /// Put back, from the store's own files, the blobs a push needs that the mirror dropped: a remote
 /// that lacks them (one added since, or emptied) gets them from this disk, not through another
 /// remote, which may be gone. A blob whose file the store no longer holds as it was is left to git
 /// (which fetches it from a promisor remote, or says why it cannot).
 /// Returns how many it put back, as loose objects (which the next shed removes again).
-pub fn restore_dropped(mirror: &Mirror, store: &Store, listed: &ToSend) -> Result<usize> {
+fn restore_dropped(mirror: &Mirror, store: &Store, listed: &ToSend) -> Result<usize> {
     let mut restored = 0;
     if listed.missing.is_empty() {
         return Ok(restored);

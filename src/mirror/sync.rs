@@ -121,27 +121,19 @@ fn sync_locked(
     let (commit, push) = settle(&mirror, store, mine, theirs, &merged, remote)?;
     let mut sessions_pushed = 0;
     let mut remote_commit = fetched;
-    let mut unrestored = 0;
     if let (Some(commit), true) = (commit, push) {
         sessions_pushed = sessions_new_to(&mirror, commit, theirs)?;
         let sent = match &mut sealed {
-            Some(sealed) => sealed.seal_commit(&mirror, commit, fetched)?,
+            Some(sealed) => {
+                let sent = sealed.seal_commit(&mirror, commit, fetched)?;
+                git::push(git_dir, remote, sent)?;
+                sent
+            }
             None => {
-                let listed = git::files_to_send(git_dir, commit, theirs)?;
-                let restored = partial::restore_dropped(&mirror, store, &listed)?;
-                unrestored = listed.missing.len() - restored;
+                partial::push(&mirror, store, remote, commit, theirs)?;
                 commit
             }
         };
-        git::push(git_dir, remote, sent).map_err(|e| match unrestored {
-            0 => e,
-            n => e.context(format!(
-                "{n} files of the mirror's history are in neither this store nor the mirror, \
-                 which dropped them once a remote held them: that remote must be reachable, \
-                 or move {} aside and add the remote again, to push a new history",
-                git_dir.display()
-            )),
-        })?;
         remote_commit = Some(sent);
     }
     if let Some(sealed) = &sealed {
