@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 use gix::objs::tree::Entry;
+use rayon::prelude::*;
 
 use super::verify::Sources;
 use super::{GitContext, Mirror};
@@ -47,6 +48,10 @@ use crate::store::commit::Replace;
 use crate::store::lock::Mode;
 use crate::store::manifest::Manifest;
 use crate::store::{Store, check_session_id};
+
+/// How many manifests new to the store are verified together (in parallel; their parts lists
+/// held meanwhile).
+const VERIFY_BATCH: usize = 64;
 
 /// The file seed indexes live in, merged line by line.
 const SEED_INDEX: &str = "seed-index.jsonl";
@@ -133,6 +138,7 @@ pub fn merge(
         staged: &staged,
         held: held_sessions(store)?,
         recorded: HashMap::new(),
+        unverified: Vec::new(),
         steps: Vec::new(),
     };
     let recorded = mirror.entries(recorded)?;
@@ -168,6 +174,7 @@ pub fn merge(
         plan.walk(id, &mut Vec::new(), &mut |plan, rel, entry| {
             plan.manifest(rel, entry)
         })
+        .and_then(|()| plan.verify_new())
         .map_err(|e| e.context("refused the remote's manifests, nothing was applied"))?;
     }
     if let Some(id) = sub("context-fold") {
@@ -213,6 +220,9 @@ struct Planner<'a> {
     held: HashSet<(String, Digest)>,
     /// The blobs of this store's manifests as the mirror recorded them, by path under `manifests/`.
     recorded: HashMap<String, ObjectId>,
+    /// Manifests new to this store (with their path under `manifests/`), each to be verified before
+    /// its step is taken: up to [`VERIFY_BATCH`] at once, on every core ([`Planner::verify_new`]).
+    unverified: Vec<(Manifest, String, Step)>,
     steps: Vec<Step>,
 }
 
@@ -452,24 +462,28 @@ impl<'a> Planner<'a> {
         let source = remote.source.sha256;
         // Loose or packed (see `store::named`).
         let local_exists = self.store.manifest_exists_at(&local)?;
-        if rel.len() > 1 || !local_exists {
+        if rel.len() > 1 && local_exists {
             self.sources().verify(&remote, 0).map_err(what)?;
             self.held.insert(held);
-            if local_exists {
-                return self.conflict(staged, id, source);
-            }
-            self.steps.push(if rel.len() == 1 {
-                Step::Commit {
+            return self.conflict(staged, id, source);
+        }
+        if !local_exists {
+            self.held.insert(held);
+            let step = match rel.len() {
+                1 => Step::Commit {
                     staged,
                     replace: Replace::Nothing,
-                }
-            } else {
-                Step::Place {
+                },
+                _ => Step::Place {
                     staged,
-                    rel: rel_path,
+                    rel: rel_path.clone(),
                     conflict: None,
-                }
-            });
+                },
+            };
+            self.unverified.push((remote, rel_path, step));
+            if self.unverified.len() == VERIFY_BATCH {
+                self.verify_new()?;
+            }
             return Ok(());
         }
         let mine = self.store.load_manifest(&id)?;
@@ -491,6 +505,19 @@ impl<'a> Planner<'a> {
             self.sources().verify(&remote, 0).map_err(what)?;
         }
         self.conflict(staged, id, source)
+    }
+
+    /// Verify the manifests new to this store, in parallel, and take their steps.
+    fn verify_new(&mut self) -> Result<()> {
+        let unverified = std::mem::take(&mut self.unverified);
+        let sources = self.sources();
+        unverified.par_iter().try_for_each(|(remote, rel, _)| {
+            (sources.verify(remote, 0).map(drop))
+                .map_err(|e| e.context(format_args!("manifests/{rel}")))
+        })?;
+        self.steps
+            .extend(unverified.into_iter().map(|(_, _, step)| step));
+        Ok(())
     }
 
     /// Keep a remote manifest beside the local one of its session, under its conflict name.
