@@ -1576,3 +1576,56 @@ fn a_new_remote_needs_history_only_a_removed_remote_held_and_the_refusal_says_ho
         fs::read(fixture(own::CODEX_SHELL_CRLF)).unwrap()
     );
 }
+
+#[test]
+fn gc_aggressive_repacks_the_mirror_and_it_keeps_dropping_what_the_remote_holds() {
+    let w = World::new();
+    let a = &w.a;
+    let gc = |store: &Path| -> Vec<serde_json::Value> {
+        let args = ["gc", "--apply", "--aggressive", "--prune=now", "--json"];
+        let out = w.ctxfold(store, &args).ok().stdout_text();
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let mirror_lines = |lines: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        lines
+            .iter()
+            .filter(|l| l["type"] == "mirror")
+            .cloned()
+            .collect()
+    };
+    w.fold(a, "s1", &fixture(own::CODEX_SHELL_CRLF));
+    // No mirror yet: nothing said of one.
+    assert!(mirror_lines(&gc(a)).is_empty());
+
+    w.fold(a, "s2", &fixture(own::PI_AGENT_WORK));
+    let remote = w.remote.to_str().unwrap();
+    w.ctxfold(a, &["remote", "add", "origin", remote]).ok();
+    w.sync(a);
+    let mirror = a.join("mirror.git");
+    let lines = gc(a);
+    let repacked = mirror_lines(&lines);
+    assert_eq!(repacked.len(), 1, "{lines:?}");
+    assert_eq!(repacked[0]["action"], "repacked");
+    assert!(repacked[0]["bytes_after"].as_u64().unwrap() > 0);
+    let counted = w.git(Some(&mirror), ["count-objects", "-v"]);
+    assert!(counted.starts_with("count: 0\n"), "{counted}");
+    assert!(counted.contains("\npacks: 1\n"), "{counted}");
+    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+    for (oid, path) in branch_blobs(&w, &mirror, &["packs-ctxfold"]) {
+        assert_eq!(holds(&w, &mirror, &oid), path.ends_with(".idx"), "{path}");
+    }
+
+    // The store's new packs go out, and are dropped here once they are there.
+    w.fold(a, "s3", &fixture(own::CODEX_MID_TURN));
+    sync_fetching_nothing_dropped(&w, a).ok();
+    for (oid, path) in branch_blobs(&w, &mirror, &["packs-ctxfold"]) {
+        assert_eq!(holds(&w, &mirror, &oid), path.ends_with(".idx"), "{path}");
+    }
+    w.ctxfold(&w.b, &["clone", remote]).ok();
+    assert_eq!(
+        w.restored(&w.b, "s3"),
+        fs::read(fixture(own::CODEX_MID_TURN)).unwrap()
+    );
+}

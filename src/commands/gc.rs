@@ -60,7 +60,8 @@ use crate::store::{gc, packing};
 /// `{"type":"temp_file","action":…,"path":PATH}`, `{"type":"temp_folder","action":…,"path":PATH}`,
 /// `{"type":"manifests","action":"packed"|"would_pack","manifests":N}`, with --aggressive
 /// `{"type":"checkpoints","action":"recompressed","checkpoints":N,"bytes_before":N,"bytes_after":N}`
-/// (under --apply, when any got smaller), then
+/// (under --apply, when any got smaller) and `{"type":"mirror","action":"repacked","bytes_before":N,"bytes_after":N}`
+/// (under --apply, when the store has a git mirror), then
 /// `{"type":"summary","applied":BOOL,"objects":N,"temp_files":N,"generations":N,"referenced_objects":N,"young_objects_kept":N,"packs_rewritten":N,"loose_objects_packed":N,"pack":{"name":…,"objects":N,"bytes":N}|null}`
 /// (`pack`: the pack written, under --apply).
 #[derive(Debug, clap::Parser)]
@@ -74,8 +75,9 @@ pub struct GcArgs {
     /// d or w (`30m`, `2d`)
     #[arg(long, value_name = "AGE", default_value = "1h", value_parser = crate::cli::human::parse_duration)]
     pub prune: Duration,
-    /// Rewrite every pack at zstd level 19 in larger blocks, and compress fold's seed-resume
-    /// checkpoints again at level 15: the smallest store, slowly
+    /// Rewrite every pack at zstd level 19 in larger blocks, compress fold's seed-resume
+    /// checkpoints again at level 15, and repack the git mirror as `git gc --aggressive` does: the
+    /// smallest store, slowly
     #[arg(long)]
     pub aggressive: bool,
     /// JSON Lines: one object per thing removed, then a summary
@@ -217,12 +219,45 @@ impl Command for GcArgs {
                 )?;
             }
         }
+        if self.apply && self.aggressive {
+            repack_mirror(io, &store, self.json)?;
+        }
         report(io, &plan, done.as_ref(), &say, dropping.len())?;
         if !self.apply {
             io.note("dry run: add --apply to remove and repack.");
         }
         Ok(Status::Success)
     }
+}
+
+/// Repack the store's git mirror (`<store>/mirror.git`) as `git gc --aggressive` would, if there
+/// is one, waiting for a sync that holds it; say how its size changed.
+fn repack_mirror(io: &mut Io<'_>, store: &crate::store::Store, json: bool) -> Result<()> {
+    let dir = crate::mirror::default_dir(store);
+    if !dir.join("HEAD").is_file() {
+        return Ok(());
+    }
+    let mirror = crate::mirror::Mirror::open(&dir)?;
+    let _lock =
+        crate::mirror::lock::MirrorLock::take(&dir, || io.note(crate::mirror::lock::WAITING))?;
+    let before = crate::store::usage::allocated(&dir)?;
+    crate::mirror::partial::repack_aggressively(&mirror)?;
+    let after = crate::store::usage::allocated(&dir)?;
+    emit_either(
+        io.out,
+        json,
+        format_args!(
+            "repacked the git mirror: {} -> {}",
+            bytes(before),
+            bytes(after)
+        ),
+        serde_json::json!({
+            "type": "mirror",
+            "action": "repacked",
+            "bytes_before": before,
+            "bytes_after": after,
+        }),
+    )
 }
 
 /// How the report is written: for people, or as JSON Lines; `verb` says whether it was done.

@@ -241,7 +241,7 @@ impl RemoteArgs {
                 "{recipient} is the only recipient of {name}: add another first"
             )));
         }
-        let wait = || io.note("waiting for another sync (or a git it started) to finish…");
+        let wait = || io.note(crate::mirror::lock::WAITING);
         match rekey(&git_dir, name, new, !adding, identity.as_deref(), wait)? {
             Some(commit) => io.note(format_args!("re-encrypted {name} and pushed {commit}")),
             None => io.note(format_args!(

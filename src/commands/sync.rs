@@ -99,7 +99,7 @@ impl Command for SyncArgs {
             Some(remote) => remote,
             None => default_remote(&Mirror::open_or_init(&dir)?)?,
         };
-        let wait = || io.note("waiting for another sync (or a git it started) to finish…");
+        let wait = || io.note(crate::mirror::lock::WAITING);
         let policy = match self.allow_secrets {
             true => Policy::Send,
             false => Policy::Refuse,
@@ -170,7 +170,7 @@ impl Command for CloneArgs {
         let path = self.store.path()?;
         let created = !path.exists();
         let store = self.store.init()?;
-        let wait = || io.note("waiting for another sync (or a git it started) to finish…");
+        let wait = || io.note(crate::mirror::lock::WAITING);
         // An empty store has nothing of its own to send: nothing to allow.
         let refuse = &|m: &[_], encrypted| screen(&store, Policy::Refuse, m, encrypted);
         let dir = self.git.dir(&store);

@@ -27,6 +27,9 @@ pub struct MirrorLock {
     _inherited: OwnedFd,
 }
 
+/// What a command says while it waits for the mirror.
+pub const WAITING: &str = "waiting for another sync (or a git it started) to finish…";
+
 impl MirrorLock {
     /// Lock the mirror repository at `git_dir` (which must exist), waiting for the sync or the git
     /// that holds it; `on_wait` is called once if one does. Then remove what killed gits left.

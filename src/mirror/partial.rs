@@ -64,6 +64,29 @@ pub fn shed(mirror: &Mirror, remote: &str) -> Result<()> {
     if !remotes.iter().any(|r| named.contains(&r.name)) {
         git::set_config_values(git_dir, PARTIAL, &[remote.to_string()])?;
     }
+    repack(mirror, &[])
+}
+
+/// What `git gc --aggressive` does for a repository: the mirror repacked with every delta searched
+/// for anew, in a wider window and deeper chains (the manifests of forks delta against each
+/// other), dropping what a partial mirror drops.
+pub fn repack_aggressively(mirror: &Mirror) -> Result<()> {
+    const AGGRESSIVE: [&str; 3] = ["-f", "--window=250", "--depth=50"];
+    if is_partial(mirror.git_dir())? {
+        return repack(mirror, &AGGRESSIVE);
+    }
+    let args = ["-c", NO_DELTAS_OVER, "repack", "-a", "-d", "-q"];
+    run_ok(
+        mirror.git_dir(),
+        "repack the mirror",
+        args.into_iter().chain(AGGRESSIVE),
+    )?;
+    Ok(())
+}
+
+/// Repack the mirror whole with `extra` arguments to git, dropping the store's data files.
+fn repack(mirror: &Mirror, extra: &[&str]) -> Result<()> {
+    let git_dir = mirror.git_dir();
     let packs = git_dir.join("objects/pack");
     let shed = git_dir.join(SHED);
     let alternates = git_dir.join("objects/info/alternates");
@@ -86,20 +109,21 @@ pub fn shed(mirror: &Mirror, remote: &str) -> Result<()> {
     // lack is all under the paths the filter leaves out, which git then never reads. Loose
     // objects the filter keeps are packed; those it leaves out stay loose, and go below.
     mark_promisor_packs(&packs, false)?;
+    let args = [
+        "-c",
+        NO_DELTAS_OVER,
+        "repack",
+        "-a",
+        "-d",
+        "-q",
+        "--no-write-bitmap-index",
+        &filter,
+        &to,
+    ];
     run_ok(
         git_dir,
         "drop from the mirror what the remote holds",
-        [
-            "-c",
-            NO_DELTAS_OVER,
-            "repack",
-            "-a",
-            "-d",
-            "-q",
-            "--no-write-bitmap-index",
-            &filter,
-            &to,
-        ],
+        args.iter().chain(extra),
     )?;
     // Every pack is on a remote now (the branch, the other remotes' branches; what no ref reaches
     // does not count).

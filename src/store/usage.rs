@@ -146,7 +146,7 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
 }
 
 /// Bytes allocated on disk for `dir` and everything under it.
-fn allocated(dir: &Path) -> Result<u64> {
+pub(crate) fn allocated(dir: &Path) -> Result<u64> {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
