@@ -1333,6 +1333,9 @@ fn sync_fetching_nothing_dropped(w: &World, store: &Path) -> common::Run {
 
 #[test]
 fn a_mirror_keeps_no_second_copy_of_what_the_remote_holds_and_fetches_back_what_a_merge_needs() {
+    if !common::partial_mirrors() {
+        return;
+    }
     let w = World::new();
     let remote = w.remote.to_str().unwrap();
     let mirror = w.a.join("mirror.git");
@@ -1420,6 +1423,9 @@ fn a_mirror_keeps_no_second_copy_of_what_the_remote_holds_and_fetches_back_what_
 
 #[test]
 fn a_mirror_that_dropped_what_its_remote_holds_pushes_it_to_a_new_remote_from_the_store() {
+    if !common::partial_mirrors() {
+        return;
+    }
     let w = World::new();
     for (id, name) in [("codex", own::CODEX_AGENT_WORK), ("pi", own::PI_AGENT_WORK)] {
         w.fold(&w.a, id, &fixture(name));
@@ -1471,6 +1477,9 @@ fn a_mirror_that_dropped_what_its_remote_holds_pushes_it_to_a_new_remote_from_th
 /// holds every object this sync would drop; the next sync finishes the drop.
 #[test]
 fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
+    if !common::partial_mirrors() {
+        return;
+    }
     let w = World::new();
     let a = &w.a;
     w.synced_once(a);
@@ -1529,6 +1538,9 @@ fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
 
 #[test]
 fn a_new_remote_needs_history_only_a_removed_remote_held_and_the_refusal_says_how() {
+    if !common::partial_mirrors() {
+        return;
+    }
     let w = World::new();
     let a = &w.a;
     w.synced_once(a);
@@ -1579,6 +1591,9 @@ fn a_new_remote_needs_history_only_a_removed_remote_held_and_the_refusal_says_ho
 
 #[test]
 fn gc_aggressive_repacks_the_mirror_and_it_keeps_dropping_what_the_remote_holds() {
+    if !common::partial_mirrors() {
+        return;
+    }
     let w = World::new();
     let a = &w.a;
     let gc = |store: &Path| -> Vec<serde_json::Value> {
@@ -1627,5 +1642,51 @@ fn gc_aggressive_repacks_the_mirror_and_it_keeps_dropping_what_the_remote_holds(
     assert_eq!(
         w.restored(&w.b, "s3"),
         fs::read(fixture(own::CODEX_MID_TURN)).unwrap()
+    );
+}
+
+/// With a git too old to repack with a filter (Debian 12's 2.39, when it is there), the mirror
+/// keeps everything, as before partial mirrors, and syncs as ever.
+#[test]
+fn a_git_too_old_to_drop_keeps_the_whole_mirror_and_syncs() {
+    let old = Path::new("/usr/bin/git");
+    if !old.exists() || common::git_version(old) >= (2, 43) {
+        eprintln!("skipped: no git older than 2.43 at /usr/bin/git");
+        return;
+    }
+    let w = World::new();
+    let bin = w.env.path("old-git");
+    fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(old, bin.join("git")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let ctxfold = |store: &Path, args: &[&str]| {
+        let mut cmd = w.env.command("ctxfold");
+        cmd.env("PATH", &path).args(args).arg("--store").arg(store);
+        common::Env::output(cmd, b"").ok()
+    };
+    w.fold(&w.a, "s1", &fixture(own::CODEX_SHELL_CRLF));
+    let remote = w.remote.to_str().unwrap();
+    ctxfold(&w.a, &["remote", "add", "origin", remote]);
+    ctxfold(&w.a, &["sync"]);
+    w.fold(&w.a, "s2", &fixture(own::PI_AGENT_WORK));
+    ctxfold(&w.a, &["sync"]);
+    ctxfold(&w.a, &["gc", "--apply", "--aggressive"]);
+    let mirror = w.a.join("mirror.git");
+    let config = w.git(Some(&mirror), ["config", "--list"]);
+    assert!(!config.contains("partialclone"), "{config}");
+    let mut checked = 0;
+    for (oid, path) in branch_blobs(&w, &mirror, &["packs-ctxfold"]) {
+        let mut cmd = w.env.command_for(old);
+        cmd.arg("--git-dir")
+            .arg(&mirror)
+            .args(["cat-file", "-e", &oid]);
+        assert_eq!(common::Env::output(cmd, b"").code, Some(0), "{path}");
+        checked += 1;
+    }
+    assert!(checked >= 2);
+    ctxfold(&w.b, &["clone", remote]);
+    assert_eq!(
+        w.restored(&w.b, "s2"),
+        fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
     );
 }

@@ -62,7 +62,8 @@ use crate::store::packing;
 /// promisor remotes (`git clone --filter`), and keeps commits, trees, manifests, the seed catalog
 /// and pack indexes. A remote that lacks them later (one added since) gets them from the store's
 /// files; a merge that needs one the store gave up (a session taken out here, brought back from
-/// the remote) has git fetch it. A mirror with an encrypted remote keeps everything it writes.
+/// the remote) has git fetch it. A mirror with an encrypted remote keeps everything it writes, and
+/// so does one whose git is older than 2.43 (which cannot repack with a filter).
 ///
 /// Prints what changed (with --json, one JSON object, the notes in its `unplaced`). `pushed COMMIT`
 /// names the commit the remote got: for an encrypted remote, the encrypted one the host holds (in

@@ -74,6 +74,23 @@ fn reason(stderr: &str) -> &str {
 /// How git (and the C library under it) says a write found the disk full.
 const NO_SPACE: &str = "No space left on device";
 
+/// The version of the `git` binary, as (major, minor).
+pub fn version() -> Result<(u32, u32)> {
+    let printed = run_ok(Path::new("."), "ask git its version", ["version"])?;
+    let printed = String::from_utf8_lossy(&printed);
+    let mut numbers = (printed.trim().strip_prefix("git version "))
+        .unwrap_or_default()
+        .split('.')
+        .map(|n| n.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => Ok((major, minor)),
+        _ => Err(Error::system(
+            "ask git its version",
+            std::io::Error::other(format!("it said {:?}", printed.trim())),
+        )),
+    }
+}
+
 /// A configured remote.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Remote {

@@ -38,8 +38,14 @@ pub fn is_partial(git_dir: &Path) -> Result<bool> {
     Ok(!git::config_values(git_dir, PARTIAL)?.is_empty())
 }
 
-/// Whether the mirror may drop what `remote` holds: no remote of it is encrypted.
+/// The first git whose `repack` takes a filter and puts what it leaves out elsewhere.
+const FILTERED_REPACK: (u32, u32) = (2, 43);
+
+/// Whether the mirror may drop what the remote holds: no remote of it is encrypted, and git can.
 pub fn may_shed(git_dir: &Path) -> Result<bool> {
+    if git::version()? < FILTERED_REPACK {
+        return Ok(false);
+    }
     for remote in git::remotes(git_dir)? {
         if !super::seal::remote::configured(git_dir, &remote.name)?.is_empty() {
             return Ok(false);
@@ -72,7 +78,7 @@ pub fn shed(mirror: &Mirror, remote: &str) -> Result<()> {
 /// other), dropping what a partial mirror drops.
 pub fn repack_aggressively(mirror: &Mirror) -> Result<()> {
     const AGGRESSIVE: [&str; 3] = ["-f", "--window=250", "--depth=50"];
-    if is_partial(mirror.git_dir())? {
+    if is_partial(mirror.git_dir())? && git::version()? >= FILTERED_REPACK {
         return repack(mirror, &AGGRESSIVE);
     }
     let args = ["-c", NO_DELTAS_OVER, "repack", "-a", "-d", "-q"];

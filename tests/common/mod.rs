@@ -81,6 +81,26 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// The version of a git binary, as (major, minor).
+pub fn git_version(git: &Path) -> (u32, u32) {
+    let out = Command::new(git).arg("version").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut n = text.trim().trim_start_matches("git version ").split('.');
+    let mut next = || n.next().unwrap().parse().unwrap();
+    (next(), next())
+}
+
+/// Whether the git on PATH makes partial mirrors (a filtered repack, 2.43) that a test can look
+/// into without fetching (`GIT_NO_LAZY_FETCH`, 2.44); told on stderr when not.
+pub fn partial_mirrors() -> bool {
+    let git = which("git").expect("git");
+    let new = git_version(&git) >= (2, 44);
+    if !new {
+        eprintln!("skipped: {} is older than 2.44", git.display());
+    }
+    new
+}
+
 /// `program` on the test's own `$PATH` (`man`, `zsh`), if installed.
 pub fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
