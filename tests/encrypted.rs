@@ -185,6 +185,19 @@ fn found_in(haystack: &[u8], needles: &BTreeSet<Vec<u8>>) -> Vec<String> {
         .collect()
 }
 
+/// `to`, given `from`'s identity (copied), clones the remote, and restores every session of
+/// `from` byte for byte.
+fn clones_whole_with_identity_of(w: &World, to: &Machine, from: &Machine) {
+    fs::create_dir_all(to.config.join("ctxfold")).unwrap();
+    fs::copy(
+        from.config.join("ctxfold/identity.txt"),
+        to.config.join("ctxfold/identity.txt"),
+    )
+    .unwrap();
+    w.ctxfold(to, &["clone", w.remote_url()]).ok();
+    restores_every_session(w, to, &from.store);
+}
+
 /// Each session of `from` restored from `store` is its source, byte for byte.
 fn restores_every_session(w: &World, machine: &Machine, from: &Path) {
     let expected = sessions(from);
@@ -344,14 +357,7 @@ fn an_encrypted_remote_holds_nothing_readable_and_clones_for_its_recipients_only
 
     // A second machine with the identity (copied) clones every session byte for byte.
     let b = w.machine("b");
-    fs::create_dir_all(b.config.join("ctxfold")).unwrap();
-    fs::copy(
-        a.config.join("ctxfold/identity.txt"),
-        b.config.join("ctxfold/identity.txt"),
-    )
-    .unwrap();
-    w.ctxfold(&b, &["clone", w.remote_url()]).ok();
-    restores_every_session(&w, &b, &a.store);
+    clones_whole_with_identity_of(&w, &b, &a);
     // So does one that names the identity file.
     let named = w.machine("named");
     let identity = a.config.join("ctxfold/identity.txt");
@@ -439,13 +445,7 @@ fn a_changed_blob_of_an_encrypted_remote_is_refused_before_anything_is_merged() 
     )
     .ok();
     w.ctxfold(&a, &["sync"]).ok();
-    fs::create_dir_all(b.config.join("ctxfold")).unwrap();
-    fs::copy(
-        a.config.join("ctxfold/identity.txt"),
-        b.config.join("ctxfold/identity.txt"),
-    )
-    .unwrap();
-    w.ctxfold(&b, &["clone", w.remote_url()]).ok();
+    clones_whole_with_identity_of(&w, &b, &a);
     // A pushes more; each of its blobs changed in turn is refused by B's sync, naming the file.
     fold(&w, &a, &[own_fixtures_dir().join("pi")]);
     w.ctxfold(&a, &["sync"]).ok();
@@ -580,14 +580,7 @@ fn an_encrypted_push_sends_sessions_holding_secrets_and_keeps_under_the_file_cap
             .contains("/part-000001"),
         "something was cut"
     );
-    fs::create_dir_all(b.config.join("ctxfold")).unwrap();
-    fs::copy(
-        a.config.join("ctxfold/identity.txt"),
-        b.config.join("ctxfold/identity.txt"),
-    )
-    .unwrap();
-    w.ctxfold(&b, &["clone", w.remote_url()]).ok();
-    restores_every_session(&w, &b, &a.store);
+    clones_whole_with_identity_of(&w, &b, &a);
 }
 
 #[test]
@@ -684,14 +677,7 @@ fn the_ledger_keeps_what_the_remote_holds_and_nothing_else() {
     let commits = ledger.lines().filter(|l| l.starts_with("c ")).count();
     assert!(commits <= 2, "{ledger}");
     // Pruned, it still serves: a clone elsewhere, then a sync here sending nothing new.
-    fs::create_dir_all(b.config.join("ctxfold")).unwrap();
-    fs::copy(
-        a.config.join("ctxfold/identity.txt"),
-        b.config.join("ctxfold/identity.txt"),
-    )
-    .unwrap();
-    w.ctxfold(&b, &["clone", w.remote_url()]).ok();
-    restores_every_session(&w, &b, &a.store);
+    clones_whole_with_identity_of(&w, &b, &a);
     let head = w.text(&["rev-parse", "ctxfold"]);
     w.ctxfold(&a, &["sync"]).ok();
     assert_eq!(w.text(&["rev-parse", "ctxfold"]), head);
@@ -764,14 +750,7 @@ fn an_encrypted_remote_added_after_a_plain_one_gets_what_the_mirror_dropped() {
     .ok();
     w.ctxfold(&a, &["sync", "origin"]).ok();
     let b = w.machine("b");
-    fs::create_dir_all(b.config.join("ctxfold")).unwrap();
-    fs::copy(
-        a.config.join("ctxfold/identity.txt"),
-        b.config.join("ctxfold/identity.txt"),
-    )
-    .unwrap();
-    w.ctxfold(&b, &["clone", w.remote_url()]).ok();
-    restores_every_session(&w, &b, &a.store);
+    clones_whole_with_identity_of(&w, &b, &a);
     let leaked = found_in(&w.remote_objects(), &secrets_of(&a.store));
     assert!(leaked.is_empty(), "the remote shows {leaked:?}");
 }

@@ -117,6 +117,14 @@ impl World {
         fs::read(&to).unwrap()
     }
 
+    /// Store B cloned from `url` restores each (session id, own fixture) byte for byte.
+    fn clones_back(&self, url: &str, sessions: &[(&str, &str)]) {
+        self.ctxfold(&self.b, &["clone", url]).ok();
+        for (id, name) in sessions {
+            assert_eq!(self.restored(&self.b, id), fs::read(fixture(name)).unwrap());
+        }
+    }
+
     /// A conflict manifest's session, reconstructed and verified.
     fn conflict_bytes(&self, store: &Path, rel: &str) -> Vec<u8> {
         let manifest = store.join("manifests").join(rel);
@@ -1304,6 +1312,15 @@ fn holds(w: &World, git_dir: &Path, oid: &str) -> bool {
     common::Env::output(cmd, b"").code == Some(0)
 }
 
+/// Of the store's packs in the branch's tree, the mirror holds the indexes and none of the packs.
+fn only_pack_indexes_held(w: &World, git_dir: &Path) {
+    let packs = branch_blobs(w, git_dir, &["packs-ctxfold"]);
+    assert!(!packs.is_empty());
+    for (oid, path) in packs {
+        assert_eq!(holds(w, git_dir, &oid), path.ends_with(".idx"), "{path}");
+    }
+}
+
 /// The blobs of the branch's tree under `folders`, as (object id, path).
 fn branch_blobs(w: &World, git_dir: &Path, folders: &[&str]) -> Vec<(String, String)> {
     let mut cmd = w.env.command_for("git");
@@ -1387,18 +1404,16 @@ fn a_mirror_keeps_no_second_copy_of_what_the_remote_holds_and_fetches_back_what_
     );
     w.fold(&w.a, "s3", &fixture(own::CODEX_MID_TURN));
     sync_fetching_nothing_dropped(&w, &w.a).ok();
-    w.ctxfold(&w.b, &["clone", remote]).ok();
-    for (id, name) in [
-        ("s1", own::CODEX_SHELL_CRLF),
-        ("s2", own::PI_AGENT_WORK),
-        ("s3", own::CODEX_MID_TURN),
-    ] {
-        assert_eq!(w.restored(&w.b, id), fs::read(fixture(name)).unwrap());
-    }
+    w.clones_back(
+        remote,
+        &[
+            ("s1", own::CODEX_SHELL_CRLF),
+            ("s2", own::PI_AGENT_WORK),
+            ("s3", own::CODEX_MID_TURN),
+        ],
+    );
     let cloned = w.b.join("mirror.git");
-    for (oid, path) in branch_blobs(&w, &cloned, &["packs-ctxfold"]) {
-        assert_eq!(holds(&w, &cloned, &oid), path.ends_with(".idx"), "{path}");
-    }
+    only_pack_indexes_held(&w, &cloned);
 
     // Removed and collected here, s1 comes back from the remote: its pack is fetched back, which
     // a sync that may not fetch cannot do, and stops with the store as it was.
@@ -1457,14 +1472,9 @@ fn a_mirror_that_dropped_what_its_remote_holds_pushes_it_to_a_new_remote_from_th
     let second = second.to_str().unwrap();
     w.ctxfold(&w.a, &["remote", "add", "backup", second]).ok();
     sync_fetching_nothing_dropped(&w, &w.a).ok();
-    w.ctxfold(&w.b, &["clone", second]).ok();
-    assert_eq!(
-        w.restored(&w.b, "codex"),
-        fs::read(fixture(own::CODEX_AGENT_WORK)).unwrap()
-    );
-    assert_eq!(
-        w.restored(&w.b, "pi"),
-        fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
+    w.clones_back(
+        second,
+        &[("codex", own::CODEX_AGENT_WORK), ("pi", own::PI_AGENT_WORK)],
     );
     // Dropped again once the new remote holds them.
     for (oid, path) in &dropped {
@@ -1525,15 +1535,9 @@ fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
     w.sync(a);
     assert!(!mirror.join("ctxfold-shed").exists());
     assert!(!mirror.join("objects/info/alternates").exists());
-    for (oid, path) in branch_blobs(&w, &mirror, &["packs-ctxfold"]) {
-        assert_eq!(holds(&w, &mirror, &oid), path.ends_with(".idx"), "{path}");
-    }
+    only_pack_indexes_held(&w, &mirror);
     w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
-    w.ctxfold(&w.b, &["clone", w.remote.to_str().unwrap()]).ok();
-    assert_eq!(
-        w.restored(&w.b, "s2"),
-        fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
-    );
+    w.clones_back(w.remote.to_str().unwrap(), &[("s2", own::PI_AGENT_WORK)]);
 }
 
 #[test]
@@ -1582,11 +1586,7 @@ fn a_new_remote_needs_history_only_a_removed_remote_held_and_the_refusal_says_ho
     fs::rename(&mirror, a.join("mirror.old")).unwrap();
     w.ctxfold(a, &["remote", "add", "backup", second]).ok();
     w.sync(a);
-    w.ctxfold(&w.b, &["clone", second]).ok();
-    assert_eq!(
-        w.restored(&w.b, "s1"),
-        fs::read(fixture(own::CODEX_SHELL_CRLF)).unwrap()
-    );
+    w.clones_back(second, &[("s1", own::CODEX_SHELL_CRLF)]);
 }
 
 #[test]
@@ -1628,21 +1628,13 @@ fn gc_aggressive_repacks_the_mirror_and_it_keeps_dropping_what_the_remote_holds(
     assert!(counted.starts_with("count: 0\n"), "{counted}");
     assert!(counted.contains("\npacks: 1\n"), "{counted}");
     w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
-    for (oid, path) in branch_blobs(&w, &mirror, &["packs-ctxfold"]) {
-        assert_eq!(holds(&w, &mirror, &oid), path.ends_with(".idx"), "{path}");
-    }
+    only_pack_indexes_held(&w, &mirror);
 
     // The store's new packs go out, and are dropped here once they are there.
     w.fold(a, "s3", &fixture(own::CODEX_MID_TURN));
     sync_fetching_nothing_dropped(&w, a).ok();
-    for (oid, path) in branch_blobs(&w, &mirror, &["packs-ctxfold"]) {
-        assert_eq!(holds(&w, &mirror, &oid), path.ends_with(".idx"), "{path}");
-    }
-    w.ctxfold(&w.b, &["clone", remote]).ok();
-    assert_eq!(
-        w.restored(&w.b, "s3"),
-        fs::read(fixture(own::CODEX_MID_TURN)).unwrap()
-    );
+    only_pack_indexes_held(&w, &mirror);
+    w.clones_back(remote, &[("s3", own::CODEX_MID_TURN)]);
 }
 
 /// With a git too old to repack with a filter (Debian 12's 2.39, when it is there), the mirror
