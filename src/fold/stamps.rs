@@ -175,7 +175,7 @@ mod tests {
         // An earlier ctxfold's plain cache is read while there is no compressed one, and goes
         // with the next save.
         let text = zstd::decode_all(&std::fs::read(&compressed).unwrap()[..]).unwrap();
-        std::fs::write(&legacy, text).unwrap();
+        std::fs::write(&legacy, &text).unwrap();
         std::fs::remove_file(&compressed).unwrap();
         let earlier = Stamps::load(&store);
         assert!(earlier.knows(&session, &stamp, &source));
@@ -183,5 +183,11 @@ mod tests {
         earlier.save(&store).unwrap();
         assert!(!legacy.exists());
         assert!(Stamps::load(&store).knows(&session, &stamp, &other));
+        // Killed between the two (the compressed cache in place, the plain one not yet removed):
+        // the compressed one is read.
+        std::fs::write(&legacy, text).unwrap();
+        let both = Stamps::load(&store);
+        assert!(both.knows(&session, &stamp, &other));
+        assert!(!both.knows(&session, &stamp, &source));
     }
 }
