@@ -1428,11 +1428,16 @@ fn a_mirror_keeps_no_second_copy_of_what_the_remote_holds_and_fetches_back_what_
         refused.stderr
     );
     assert_eq!(store_files(&w.a), before);
+    let needed = refused.stderr.split("read blob ").nth(1).unwrap();
+    let needed = needed.split(' ').next().unwrap();
     w.sync(&w.a);
     assert_eq!(
         w.restored(&w.a, "s1"),
         fs::read(fixture(own::CODEX_SHELL_CRLF)).unwrap()
     );
+    // What was fetched back for the merge is dropped again.
+    assert!(!holds(&w, &mirror, needed), "{needed}");
+    only_pack_indexes_held(&w, &mirror);
     w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
 }
 
