@@ -1390,6 +1390,8 @@ fn a_mirror_keeps_no_second_copy_of_what_the_remote_holds_and_fetches_back_what_
         w.git(Some(&mirror), ["config", "remote.origin.promisor"]),
         "true\n"
     );
+    // No `git gc --auto` of git's own beside ctxfold's packing.
+    assert_eq!(w.git(Some(&mirror), ["config", "gc.auto"]), "0\n");
     w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
 
     // Everything repacked here (the loose object kept for gc's grace period): the remote's packs

@@ -65,6 +65,13 @@ pub fn shed(mirror: &Mirror, remote: &str) -> Result<()> {
             git::set_config_values(git_dir, &key, &["true".into()])?;
         }
     }
+    // ctxfold packs the mirror itself: a `git gc --auto` that a fetch (a lazy one too) starts in
+    // the background would repack beside it.
+    for (key, value) in [("gc.auto", "0"), ("maintenance.auto", "false")] {
+        if git::config_values(git_dir, key)?.is_empty() {
+            git::set_config_values(git_dir, key, &[value.into()])?;
+        }
+    }
     // Named anew when the remote it named was removed.
     let named = git::config_values(git_dir, PARTIAL)?;
     if !remotes.iter().any(|r| named.contains(&r.name)) {
