@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use crate::digest::{Digest, HashingWriter};
 use crate::error::{Error, Result};
+use crate::odb::Check;
 use crate::store::Store;
 use crate::store::manifest::Manifest;
 
@@ -25,9 +26,10 @@ impl Sources<'_> {
         })
     }
 
-    /// Stream the session through every check `reconstruct::write_session` makes (each object
-    /// against its name and size, the whole against the source), and return the sha256 of its
-    /// first `prefix` bytes (`None` when it is shorter than that).
+    /// Stream the session through the checks a restore makes (each object's size, the whole
+    /// against the source), and return the sha256 of its first `prefix` bytes (`None` when it is
+    /// shorter than that). Objects are not hashed one by one ([`Check::Whole`]): the staged ones
+    /// were, when staged (`merge`), this store's are its own, and any wrong byte fails the whole.
     pub fn verify(&self, manifest: &Manifest, prefix: u64) -> Result<Option<Digest>> {
         // Staging registers every dictionary the store will have (see `merge`).
         self.staged.odb().check_dictionary(&manifest.settings)?;
@@ -38,9 +40,12 @@ impl Sources<'_> {
         let mut whole = HashingWriter::new(head);
         for part in &manifest.parts {
             let digest = &part.object.sha256;
-            self.holder(digest)?
-                .odb()
-                .read(digest, Some(part.object.raw_bytes), &mut whole)?;
+            self.holder(digest)?.odb().read_checked(
+                digest,
+                Some(part.object.raw_bytes),
+                &mut whole,
+                Check::Whole,
+            )?;
         }
         let (head, digest, bytes) = whole.finish();
         let source = &manifest.source;
