@@ -254,8 +254,8 @@ fn store_bytes(store: &Store, dir: &str, name: &str, cap: u64) -> Result<Option<
 }
 
 /// What the mirror keeps of a tree, as a sparse-checkout specification: everything but the
-/// store's packs and loose objects, each named by its content, and but the indexes of packs the
-/// store no longer holds (`indexes`: the names of those it does).
+/// store's packs and loose objects (each named by its content) and the indexes of packs the store
+/// no longer holds (`indexes`: the names of those it does).
 fn kept_paths(indexes: &[String]) -> String {
     let dir = crate::odb::pack::DIR;
     let mut spec = format!("/*\n!/objects/\n!/{dir}/*\n");
