@@ -41,24 +41,19 @@ pub fn is_partial(git_dir: &Path) -> Result<bool> {
 /// The first git whose `repack` takes a filter and puts what it leaves out elsewhere.
 const FILTERED_REPACK: (u32, u32) = (2, 43);
 
-/// Whether the mirror may drop what the remote holds: no remote of it is encrypted, and git can.
-pub fn may_shed(git_dir: &Path) -> Result<bool> {
-    if git::version()? < FILTERED_REPACK {
-        return Ok(false);
-    }
-    for remote in git::remotes(git_dir)? {
-        if !super::seal::remote::configured(git_dir, &remote.name)?.is_empty() {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
 /// Drop from the mirror the blobs of the store's packs and loose objects, all of which `remote`
-/// holds: the branch was just pushed there or fetched from it.
+/// holds (the branch was just pushed there or fetched from it); or, where it may not (a remote of
+/// it is encrypted, or git cannot), only pack it.
 pub fn shed(mirror: &Mirror, remote: &str) -> Result<()> {
     let git_dir = mirror.git_dir();
     let remotes = git::remotes(git_dir)?;
+    let mut encrypted = false;
+    for other in &remotes {
+        encrypted |= !super::seal::remote::configured(git_dir, &other.name)?.is_empty();
+    }
+    if encrypted || git::version()? < FILTERED_REPACK {
+        return git::pack(git_dir);
+    }
     for other in &remotes {
         let key = format!("remote.{}.promisor", other.name);
         if git::config_values(git_dir, &key)?.is_empty() {

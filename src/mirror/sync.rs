@@ -140,7 +140,7 @@ fn sync_locked(
         sealed.save()?;
     }
     // The remote now holds the branch: a mirror of plain remotes keeps no second copy of it.
-    match remote_commit.is_some() && sealed.is_none() && partial::may_shed(git_dir)? {
+    match remote_commit.is_some() && sealed.is_none() {
         true => partial::shed(&mirror, remote)?,
         false => git::pack(git_dir)?,
     }
