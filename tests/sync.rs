@@ -1489,17 +1489,26 @@ fn a_mirror_that_dropped_what_its_remote_holds_pushes_it_to_a_new_remote_from_th
     }
 }
 
-/// A sync killed in the middle of dropping what the remote holds (right after git's filtered
-/// repack, before the packs left are marked as promisor packs again) leaves a mirror that still
-/// holds every object this sync would drop; the next sync finishes the drop.
-#[test]
-fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
+/// A world whose store A has synced once with the remote, its mirror partial; `None` (the test
+/// skipped) with a git too old for partial mirrors.
+fn partially_mirrored() -> Option<World> {
     if !common::partial_mirrors() {
-        return;
+        return None;
     }
     let w = World::new();
+    w.synced_once(&w.a);
+    Some(w)
+}
+
+/// A sync killed with -9 in the middle of dropping what the remote holds, right before git's
+/// filtered repack (`before`: the packs unmarked, nothing moved yet) or right after it (before the
+/// packs left are marked as promisor packs again), leaves a mirror that still holds every object
+/// this sync would drop; the next sync finishes the drop, and the one after it changes nothing.
+fn killed_in_the_drop(before: bool) {
+    let Some(w) = partially_mirrored() else {
+        return;
+    };
     let a = &w.a;
-    w.synced_once(a);
     let mirror = a.join("mirror.git");
     let dropped_before = branch_blobs(&w, &mirror, &["packs-ctxfold"]);
     w.fold(a, "s2", &fixture(own::PI_AGENT_WORK));
@@ -1507,12 +1516,16 @@ fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
     let wrappers = w.env.path("wrappers");
     fs::create_dir(&wrappers).unwrap();
     let wrapper = wrappers.join("git");
+    let run = match before {
+        true => "",
+        false => "{git} \"$@\"; ",
+    };
     fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\ncase \"$*\" in *--filter-to=*) {git} \"$@\"; kill -9 $PPID; exit 1;; esac\nexec {git} \"$@\"\n",
-            git = git.display()
-        ),
+            "#!/bin/sh\ncase \"$*\" in *--filter-to=*) {run}kill -9 $PPID; exit 1;; esac\nexec {{git}} \"$@\"\n"
+        )
+        .replace("{git}", &git.display().to_string()),
     )
     .unwrap();
     fs::set_permissions(
@@ -1539,22 +1552,32 @@ fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
         assert!(holds(&w, &mirror, oid), "{path} is still there");
     }
 
-    w.sync(a);
-    assert!(!mirror.join("ctxfold-shed").exists());
-    assert!(!mirror.join("objects/info/alternates").exists());
-    only_pack_indexes_held(&w, &mirror);
-    w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+    for _ in 0..2 {
+        w.sync(a);
+        assert!(!mirror.join("ctxfold-shed").exists());
+        assert!(!mirror.join("objects/info/alternates").exists());
+        only_pack_indexes_held(&w, &mirror);
+        w.git(Some(&mirror), ["fsck", "--no-progress", "--strict"]);
+    }
     w.clones_back(w.remote.to_str().unwrap(), &[("s2", own::PI_AGENT_WORK)]);
 }
 
 #[test]
+fn a_sync_killed_before_the_mirror_drops_what_the_remote_holds_loses_nothing() {
+    killed_in_the_drop(true);
+}
+
+#[test]
+fn a_sync_killed_while_the_mirror_drops_what_the_remote_holds_loses_nothing() {
+    killed_in_the_drop(false);
+}
+
+#[test]
 fn a_new_remote_needs_history_only_a_removed_remote_held_and_the_refusal_says_how() {
-    if !common::partial_mirrors() {
+    let Some(w) = partially_mirrored() else {
         return;
-    }
-    let w = World::new();
+    };
     let a = &w.a;
-    w.synced_once(a);
     let mirror = a.join("mirror.git");
     let first_packs = branch_blobs(&w, &mirror, &["packs-ctxfold"]);
     // Repacked here: the first packs are only in the mirror's history now, and on the remote.
