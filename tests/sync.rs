@@ -117,6 +117,18 @@ impl World {
         fs::read(&to).unwrap()
     }
 
+    /// Store A's remote `origin` removed and deleted for good, and a new bare one added as
+    /// `backup`; returns its URL.
+    fn a_moves_to_a_new_remote(&self) -> String {
+        self.ctxfold(&self.a, &["remote", "remove", "origin"]).ok();
+        fs::remove_dir_all(&self.remote).unwrap();
+        let second = self.env.path("second.git").to_str().unwrap().to_string();
+        self.git(None, ["init", "--quiet", "--bare", &second]);
+        self.ctxfold(&self.a, &["remote", "add", "backup", &second])
+            .ok();
+        second
+    }
+
     /// Store B cloned from `url` restores each (session id, own fixture) byte for byte.
     fn clones_back(&self, url: &str, sessions: &[(&str, &str)]) {
         self.ctxfold(&self.b, &["clone", url]).ok();
@@ -1469,15 +1481,8 @@ fn a_mirror_that_dropped_what_its_remote_holds_pushes_it_to_a_new_remote_from_th
     );
 
     // The first remote is gone for good; a new one gets everything, from this disk.
-    w.ctxfold(&w.a, &["remote", "remove", "origin"]).ok();
-    fs::remove_dir_all(&w.remote).unwrap();
-    let second = w.env.path("second.git");
-    w.git(
-        None,
-        ["init", "--quiet", "--bare", second.to_str().unwrap()],
-    );
-    let second = second.to_str().unwrap();
-    w.ctxfold(&w.a, &["remote", "add", "backup", second]).ok();
+    let second = w.a_moves_to_a_new_remote();
+    let second = second.as_str();
     sync_fetching_nothing_dropped(&w, &w.a).ok();
     w.clones_back(
         second,
@@ -1588,15 +1593,8 @@ fn a_new_remote_needs_history_only_a_removed_remote_held_and_the_refusal_says_ho
         assert!(!holds(&w, &mirror, oid), "{path}: dropped, index and all");
     }
 
-    w.ctxfold(a, &["remote", "remove", "origin"]).ok();
-    fs::remove_dir_all(&w.remote).unwrap();
-    let second = w.env.path("second.git");
-    w.git(
-        None,
-        ["init", "--quiet", "--bare", second.to_str().unwrap()],
-    );
-    let second = second.to_str().unwrap();
-    w.ctxfold(a, &["remote", "add", "backup", second]).ok();
+    let second = w.a_moves_to_a_new_remote();
+    let second = second.as_str();
     let before = store_files(a);
     let refused = w.ctxfold(a, &["sync"]);
     assert_ne!(refused.code, Some(0));
