@@ -1710,3 +1710,40 @@ fn a_git_too_old_to_drop_keeps_the_whole_mirror_and_syncs() {
         fs::read(fixture(own::PI_AGENT_WORK)).unwrap()
     );
 }
+
+/// Dozens of dropped blobs fetched back in one sync (objects the store collected that the
+/// remote still holds, which the merge restores): each fetch adds a pack to the mirror, and
+/// reading them must not run gix out of its slots for pack indexes (it did at 32).
+#[test]
+fn a_sync_fetching_back_dozens_of_dropped_blobs_reads_them_all() {
+    let Some(w) = partially_mirrored() else {
+        return;
+    };
+    let a = &w.a;
+    let objects: Vec<PathBuf> = (0..40)
+        .map(|n| w.write(&format!("object-{n}"), format!("object {n}\n").as_bytes()))
+        .collect();
+    let mut args = vec!["--store", a.to_str().unwrap(), "-w"];
+    args.extend(objects.iter().map(|p| p.to_str().unwrap()));
+    let names = w.env.run("ctxfold-hash-object", &args).ok().stdout_text();
+    let loose = |name: &str| {
+        a.join("objects")
+            .join(&name[..2])
+            .join(format!("{name}.zst"))
+    };
+    assert!(names.lines().all(|n| loose(n).exists()), "written loose");
+    w.sync(a);
+    w.ctxfold(a, &["gc", "--apply", "--prune=now"]).ok();
+    assert!(names.lines().all(|n| !loose(n).exists()), "collected");
+    w.sync(a);
+    for (name, path) in names.lines().zip(&objects) {
+        let shown = w
+            .env
+            .run(
+                "ctxfold-cat-object",
+                ["--store", a.to_str().unwrap(), "-p", name],
+            )
+            .ok();
+        assert_eq!(shown.stdout, fs::read(path).unwrap());
+    }
+}

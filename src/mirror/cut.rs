@@ -109,45 +109,47 @@ impl Mirror {
 
     /// A file's bytes: a blob's, or a cut file's parts joined (`None`: a tree that is a folder).
     pub(crate) fn read_file(&self, id: ObjectId) -> Result<Option<Vec<u8>>> {
-        let object = self
-            .repo()
-            .try_find_object(id)
-            .git(|| format!("read object {id}"))?;
-        let object = match object {
-            Some(object) => object,
-            // Only blobs are dropped (see `partial`): trees are always here.
-            None => return self.dropped_blob(id).map(Some),
-        };
-        if object.kind == gix::object::Kind::Blob {
-            return Ok(Some(object.detach().data));
+        let (kind, data) = self.object(id)?;
+        if kind == gix::object::Kind::Blob {
+            return Ok(Some(data));
         }
         let Some(parts) = self.parts(id)? else {
             return Ok(None);
         };
         let mut bytes = Vec::new();
         for part in parts {
-            match self
-                .repo()
-                .try_find_object(part)
-                .git(|| format!("read blob {part}"))?
-            {
-                Some(blob) => bytes.extend_from_slice(&blob.data),
-                None => bytes.extend_from_slice(&self.dropped_blob(part)?),
-            }
+            bytes.extend_from_slice(&self.object(part)?.1);
         }
         Ok(Some(bytes))
     }
 
-    /// A blob missing from the mirror: one a partial mirror dropped is fetched back by git; in any
-    /// other mirror, the object is simply not there.
-    fn dropped_blob(&self, id: ObjectId) -> Result<Vec<u8>> {
-        if super::partial::is_partial(self.git_dir())? {
-            return super::git::cat_blob(self.git_dir(), id);
+    /// An object's kind and bytes. In a partial mirror a missing one is a blob it dropped (trees
+    /// are always here), read through git; and gix is told not to look for new packs on a miss:
+    /// every git fetch of a dropped blob adds one, and gix would load each into an index slot of
+    /// its own until it had none left.
+    fn object(&self, id: ObjectId) -> Result<(gix::object::Kind, Vec<u8>)> {
+        let partial = (self.repo().config_snapshot())
+            .string(super::partial::PARTIAL)
+            .is_some();
+        let mut objects = self.repo().objects.clone();
+        if partial {
+            objects.refresh_never();
         }
-        Err(Error::corrupt(format!(
-            "object {id} is missing from the git mirror {}",
-            self.git_dir().display()
-        )))
+        let mut buffer = Vec::new();
+        let found = gix::objs::Find::try_find(&objects, &id, &mut buffer)
+            .git(|| format!("read object {id}"))?
+            .map(|data| (data.kind, data.data.to_vec()));
+        match (found, partial) {
+            (Some(found), _) => Ok(found),
+            (None, true) => Ok((
+                gix::object::Kind::Blob,
+                super::git::cat_blob(self.git_dir(), id)?,
+            )),
+            (None, false) => Err(Error::corrupt(format!(
+                "object {id} is missing from the git mirror {}",
+                self.git_dir().display()
+            ))),
+        }
     }
 
     /// The parts of a cut file, in order; `None` when the tree is not one.

@@ -28,7 +28,7 @@ use crate::files::remove_if_present;
 use crate::store::Store;
 
 /// The git configuration key that makes a repository partial, naming its first promisor remote.
-const PARTIAL: &str = "extensions.partialClone";
+pub(crate) const PARTIAL: &str = "extensions.partialClone";
 
 /// Where the dropped objects wait until the kept packs are marked (an object folder).
 const SHED: &str = "ctxfold-shed";
