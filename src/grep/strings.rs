@@ -18,6 +18,8 @@ const OPAQUE: &[&[u8]] = &[
     b"thinkingSignature",
     b"data",
     b"image_url",
+    // Codex's copy of a prompt's images (data URLs) beside the `image_url` of its message.
+    b"images",
 ];
 
 /// Whether the string at `pointer` (a field part's RFC 6901 `json_path`) is opaque data: the
@@ -290,6 +292,7 @@ mod tests {
         assert!(opaque_at("/payload/encrypted_content"));
         assert!(opaque_at("/message/content/0/source/data"));
         assert!(opaque_at("/images/data/3"));
+        assert!(opaque_at("/payload/images/0"));
         assert!(!opaque_at("/payload/content/0/text"));
         assert!(!opaque_at("/data/0/text"));
         assert!(!opaque_at(""));
