@@ -9,6 +9,8 @@ use memchr::memmem;
 use regex::bytes::{Regex, RegexBuilder};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
+use super::trigrams::Query;
+
 /// Literals tried at most: more, and the test costs what it saves.
 const MAX_LITERALS: usize = 64;
 
@@ -19,6 +21,8 @@ pub struct Prefilter {
     starts: Regex,
     /// The bytes a hit of `starts` spans at most.
     longest: usize,
+    /// The sessions' trigram filters are asked about the literals.
+    query: Option<Query>,
 }
 
 impl Prefilter {
@@ -30,9 +34,10 @@ impl Prefilter {
             .build()
             .parse(pattern)
             .ok()?;
-        let alternatives = [ExtractKind::Prefix, ExtractKind::Suffix]
+        let found = [ExtractKind::Prefix, ExtractKind::Suffix]
             .into_iter()
             .find_map(|kind| literals(&hir, kind))?;
+        let alternatives: Vec<String> = found.iter().map(|l| regex::escape(l)).collect();
         let literals = RegexBuilder::new(&alternatives.join("|"))
             .case_insensitive(ignore_case)
             .build()
@@ -43,12 +48,14 @@ impl Prefilter {
             .ok()?;
         // A character matched without regard to case may take up to 4 bytes whatever the one
         // written (`k` matches the Kelvin sign's 3).
-        let longest = 4 * alternatives.iter().map(|a| a.len()).max().unwrap_or(0) + 2;
+        let longest = 4 * found.iter().map(|a| a.len()).max().unwrap_or(0) + 2;
+        let bytes: Vec<Vec<u8>> = found.iter().map(|l| l.as_bytes().to_vec()).collect();
         Some(Self {
             literals,
             escape: memmem::Finder::new(b"\\u"),
             starts,
             longest,
+            query: Query::new(&bytes, ignore_case),
         })
     }
 
@@ -68,10 +75,16 @@ impl Prefilter {
     pub fn longest(&self) -> usize {
         self.longest
     }
+
+    /// What to ask a session's trigram filter, when a filter can answer (every literal has a
+    /// trigram it can be asked about).
+    pub fn query(&self) -> Option<&Query> {
+        self.query.as_ref()
+    }
 }
 
-/// The literals every match starts (or ends) with, escaped for a regex, when they are few, none
-/// empty, and none holds a byte JSON may escape.
+/// The literals every match starts (or ends) with, when they are few, none empty, and none holds
+/// a byte JSON may escape.
 fn literals(hir: &regex_syntax::hir::Hir, kind: ExtractKind) -> Option<Vec<String>> {
     let mut seq = Extractor::new().kind(kind.clone()).extract(hir);
     match kind {
@@ -87,7 +100,7 @@ fn literals(hir: &regex_syntax::hir::Hir, kind: ExtractKind) -> Option<Vec<Strin
         .map(|literal| {
             let bytes = literal.as_bytes();
             let plain = !bytes.is_empty() && bytes.iter().all(|&b| never_escaped(b));
-            plain.then(|| std::str::from_utf8(bytes).ok().map(regex::escape))?
+            plain.then(|| std::str::from_utf8(bytes).ok().map(str::to_owned))?
         })
         .collect()
 }
