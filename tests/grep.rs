@@ -572,3 +572,133 @@ fn a_damaged_pack_block_fails_the_sessions_that_need_it_and_no_other() {
         "grep wrote to the store"
     );
 }
+
+/// The records of the store's trigram filters file: (sha256, log2 of the map's bits).
+fn filter_records(env: &Env) -> Vec<(Vec<u8>, u8)> {
+    let bytes = std::fs::read(env.store.join("cache/grep-filters")).unwrap();
+    let magic = b"ctxfold grep filters v1\n";
+    assert!(bytes.starts_with(magic), "not a filters file");
+    let body = zstd::decode_all(&bytes[magic.len()..]).unwrap();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < body.len() {
+        let log2 = body[at + 32];
+        out.push((body[at..at + 32].to_vec(), log2));
+        at += 33 + (1 << log2) / 8;
+    }
+    assert_eq!(at, body.len(), "records end where the file does");
+    out
+}
+
+#[test]
+fn sessions_whose_trigram_filters_hold_no_literal_of_the_pattern_are_not_read() {
+    let env = Env::new();
+    let bare = Env::new();
+    // A session that spells "cooldown" and "xylophone" only with escapes (no trigram of the
+    // words is in its bytes as written), one that spells "kelvin" only with the Kelvin sign (it
+    // holds no "kel" but when case is ignored), and two that hold none of them.
+    let id = "0f1d0000-0000-7000-8000-00000000f17e";
+    let file = env.path(&format!("rollout-2026-12-03T10-00-00-{id}.jsonl"));
+    let mut text = escaped_session(80, 9).replace("cooldown", "warmup");
+    text.push_str(r#"{"text":"cool\u0064own \u0078y\u006co\u0070h\u006fn\u0065"}"#);
+    text.push('\n');
+    std::fs::write(&file, &text).unwrap();
+    let kelvin_id = "0f1d0000-0000-7000-8000-00000000f17f";
+    let kelvin = env.path(&format!("rollout-2026-12-03T11-00-00-{kelvin_id}.jsonl"));
+    std::fs::write(&kelvin, "{\"text\":\"\\u212Aelvin scale\"}\n").unwrap();
+    let files = [
+        file.clone(),
+        kelvin,
+        own_fixture(own::CLAUDE_SESSION),
+        own_fixture(own::PI_AGENT_WORK),
+    ];
+    fold_all(&env, &files);
+    assert!(!env.store.join("cache/grep-filters").exists());
+
+    // The first search that can ask filters builds them, one per session, and leaves no temp
+    // file; a search that finds nothing new to build writes nothing.
+    let only = BTreeSet::from([id.to_string()]);
+    assert_eq!(listed(&env, &["-l", "-F", "cooldown"]), only);
+    let records = filter_records(&env);
+    assert_eq!(records.len(), 4, "one filter per session");
+    let tmp = std::fs::read_dir(env.store.join("tmp")).unwrap().count();
+    assert_eq!(tmp, 0, "a temp file is left in tmp/");
+    let before = Env::snapshot(&env.store);
+    assert_eq!(listed(&env, &["-l", "-F", "xylophone"]), only);
+    assert_eq!(
+        listed(&env, &["-l", "-i", "-F", "KELVIN"]),
+        BTreeSet::from([kelvin_id.to_string()])
+    );
+    assert!(listed(&env, &["-l", "-F", "kelvin"]).is_empty());
+    assert_eq!(listed(&env, &["-l", "-w", "cooldown"]), only);
+    assert!(
+        Env::snapshot(&env.store) == before,
+        "grep wrote to the store"
+    );
+    // What the filters answer is what a search of the files answers.
+    let paths: Vec<String> = files
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    for pattern in [
+        &["-F", "cooldown"][..],
+        &["-i", "kelvin"],
+        &["-F", "Read"],
+        &["-e", "zzqq", "-e", "scale"],
+    ] {
+        assert_eq!(
+            counts(&env, pattern),
+            counts(&bare, &[pattern, &paths[..]].concat()),
+            "{pattern:?}"
+        );
+    }
+
+    // A filters file damaged anywhere is built again, and answers the same.
+    let path = env.store.join("cache/grep-filters");
+    let whole = std::fs::read(&path).unwrap();
+    for damaged in [
+        whole[..whole.len() / 2].to_vec(),
+        {
+            let mut flipped = whole.clone();
+            let middle = flipped.len() / 2;
+            flipped[middle] ^= 0x10;
+            flipped
+        },
+        b"not a filters file".to_vec(),
+    ] {
+        std::fs::write(&path, &damaged).unwrap();
+        assert_eq!(listed(&env, &["-l", "-F", "cooldown"]), only);
+        assert_eq!(filter_records(&env).len(), 4);
+    }
+
+    // A session folded again with other bytes gets a filter of its own; the old one is dropped.
+    text.push_str("{\"text\":\"a heatwave\"}\n");
+    std::fs::write(&file, &text).unwrap();
+    fold_all(&env, std::slice::from_ref(&file));
+    assert_eq!(listed(&env, &["-l", "-F", "heatwave"]), only);
+    let now = filter_records(&env);
+    assert_eq!(now.len(), 4, "{now:?}");
+    let gone: Vec<_> = records.iter().filter(|r| !now.contains(r)).collect();
+    assert_eq!(gone.len(), 1, "the old bytes' filter is dropped: {gone:?}");
+
+    // With every session's objects damaged, a pattern the filters rule out everywhere reads no
+    // session (no error); one they cannot rule out reads them and fails.
+    env.run("ctxfold", ["repack", "-q"]).ok();
+    let dir = env.store.join("packs-ctxfold");
+    for pack in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
+        if pack.extension().is_some_and(|e| e == "pack") {
+            let mut bytes = std::fs::read(&pack).unwrap();
+            let len = bytes.len();
+            for b in &mut bytes[64..len - 64] {
+                *b ^= 0x5a;
+            }
+            std::fs::write(&pack, &bytes).unwrap();
+        }
+    }
+    let run = env.run("ctxfold", ["grep", "-l", "-F", "zzqq-nowhere"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stderr, "", "{run:?}");
+    let run = env.run("ctxfold", ["grep", "-l", r"\w+"]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+}

@@ -1,7 +1,7 @@
 //! `ctxfold grep`: search what agents and people said in every session, folded or on disk, as
 //! ripgrep searches files.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,7 @@ use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::log::{filters, is_under};
 use crate::commands::report_discovery;
 use crate::commands::show::open_if_any;
+use crate::digest::Digest;
 use crate::error::{Error, Result, stdout_failed};
 use crate::grep::hits::{Around, At, Shown, show};
 use crate::grep::pattern::{Flags, build};
@@ -40,7 +41,10 @@ use crate::store::ids::{Unresolved, resolve_prefix};
 /// $PI_CODING_AGENT_DIR, $CLAUDE_CONFIG_DIR); SESSION (an id, a unique prefix of one, or a
 /// session file's path) or --session narrows the search to those; --agent, --since and --cwd as
 /// in ctxfold log. A line that forks and resumes of a session repeat is read from the store and
-/// searched once, however many sessions hold it.
+/// searched once, however many sessions hold it. A folded session is not read at all when its
+/// trigram filter (which runs of three characters its text holds) lacks one of each word every
+/// match must hold: the first search that can ask builds the filters of the sessions that have
+/// none (reading each once) and keeps them in the store's cache/grep-filters.
 ///
 /// Each session with a match starts with a heading, `## session <id>  <started>  <agent>
 /// <title>`; each line of text that holds a match follows as `<turn>:<role>:<text>`, the lines
@@ -179,13 +183,13 @@ impl GrepArgs {
                 .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
         }
         let mut status = Status::Success;
-        let targets = self.targets(io, store.as_ref(), &specs, &mut status)?;
+        let (targets, live) = self.targets(io, store.as_ref(), &specs, &mut status)?;
         let limits = Limits {
             max_count: self.max_count,
             first: self.files_with_matches,
         };
         let places: Vec<&Place> = targets.iter().map(|t| &t.place).collect();
-        let found = scan(store.as_ref(), &places, &pattern, limits);
+        let found = scan(store.as_ref(), &places, &pattern, limits, &live);
         let mut errors = Vec::new();
         let mut any = false;
         let listed = pager::page(io, &self.pager, |io| {
@@ -237,14 +241,15 @@ impl GrepArgs {
             }))
     }
 
-    /// The sessions to search: those named, else every one, filtered.
+    /// The sessions to search: those named, else every one, filtered; and the bytes of every
+    /// folded session.
     fn targets(
         &self,
         io: &mut Io<'_>,
         store: Option<&Store>,
         specs: &[String],
         status: &mut Status,
-    ) -> Result<Vec<Target>> {
+    ) -> Result<(Vec<Target>, HashSet<Digest>)> {
         let (since, cwd) = filters(self.since.as_deref(), self.cwd.as_deref())?;
         let homes = Homes::from_env()?;
         let gathered = gather(store, &homes)?;
@@ -315,7 +320,8 @@ impl GrepArgs {
         }
         // Oldest first, as a history reads (a session whose start is not known first).
         targets.sort_by(|a, b| a.started.cmp(&b.started).then_with(|| a.id.cmp(&b.id)));
-        Ok(targets)
+        let live = gathered.summaries.iter().filter_map(|s| s.folded).collect();
+        Ok((targets, live))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -468,7 +474,11 @@ fn target_of(
     let disk = on_disk.get(summary.id.as_str());
     let (place, started_at) = match (summary.state, store) {
         (State::Folded | State::Stored, Some(_)) => {
-            (Place::Store(summary.id.clone()), summary.started.clone())
+            let place = Place::Store {
+                id: summary.id.clone(),
+                sha256: summary.folded,
+            };
+            (place, summary.started.clone())
         }
         _ => match disk {
             Some(found) => (Place::File(found.path.clone()), summary.started.clone()),

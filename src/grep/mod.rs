@@ -5,13 +5,16 @@
 //! a folded session's lines are told by the stored objects they are made of, each object searched
 //! once whatever the sessions that hold it (forks, resumes), each pack block decoded once for all
 //! the objects of it that the search needs ([`objects`]), and the answers put together line by
-//! line ([`folded`]); a session on disk is read line by line. The second pass ([`hits`]) reads
+//! line ([`folded`]); a session on disk is read line by line. A folded session whose trigram
+//! filter tells it holds none of the pattern's literals is not read at all ([`filters`]). The
+//! second pass ([`hits`]) reads
 //! again only the sessions that match, to say each match's turn, role and block and print it;
 //! `-l` and `-c` need no second pass.
 //!
 //! Not for: deciding which sessions there are (the command gathers them as `log` does) or
 //! printing (the command's).
 
+pub mod filters;
 pub mod folded;
 pub mod hits;
 pub mod matches;
@@ -19,24 +22,28 @@ pub mod objects;
 pub mod pattern;
 pub mod prefilter;
 pub mod strings;
+pub mod trigrams;
 
+use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::PathBuf;
 
 use rayon::prelude::*;
 
+use crate::digest::Digest;
 use crate::error::{IoContext, Result};
 use crate::ledger::{FileSource, Source, StoreSource};
 use crate::store::Store;
 use crate::store::manifest::Manifest;
+use filters::Folded;
 use folded::{Kept, Memo, Walk, trim_end};
 use pattern::Pattern;
 use strings::Texts;
 
 /// Where a session's bytes are read from: the store (its manifest, read when the session is: a
-/// long session's lists thousands of parts) or a file.
+/// long session's lists thousands of parts; with the sha256 of its bytes when known) or a file.
 pub enum Place {
-    Store(String),
+    Store { id: String, sha256: Option<Digest> },
     File(PathBuf),
 }
 
@@ -48,7 +55,7 @@ impl Place {
         read: impl FnOnce(&dyn Source) -> Result<T>,
     ) -> Result<T> {
         match (self, store) {
-            (Place::Store(id), Some(store)) => {
+            (Place::Store { id, .. }, Some(store)) => {
                 let manifest = store.load_manifest(id)?;
                 read(&StoreSource {
                     store,
@@ -56,7 +63,7 @@ impl Place {
                 })
             }
             (Place::File(path), _) => read(&FileSource(path.clone())),
-            (Place::Store(id), None) => Err(crate::error::Error::not_found(format!(
+            (Place::Store { id, .. }, None) => Err(crate::error::Error::not_found(format!(
                 "session {id}: no store"
             ))),
         }
@@ -94,22 +101,51 @@ impl Found {
     }
 }
 
-/// The first pass over `places`, on every core: what each holds, in their order.
+/// The first pass over `places`, on every core: what each holds, in their order. `live` is the
+/// bytes of every folded session (the trigram filters of others are dropped).
 pub fn scan(
     store: Option<&Store>,
     places: &[&Place],
     pattern: &Pattern,
     limits: Limits,
+    live: &HashSet<Digest>,
 ) -> Vec<Result<Found>> {
     if limits.max_count == Some(0) {
         return places.iter().map(|_| Ok(Found::default())).collect();
     }
+    let without_match = match (store, pattern.prefilter.as_ref().and_then(|p| p.query())) {
+        (Some(store), Some(query)) => {
+            let folded: Vec<Folded<'_>> = (places.iter())
+                .filter_map(|place| match place {
+                    Place::Store {
+                        id,
+                        sha256: Some(sha256),
+                    } => Some(Folded {
+                        id,
+                        sha256: *sha256,
+                    }),
+                    _ => None,
+                })
+                .collect();
+            filters::without_match(store, &folded, query, live)
+        }
+        _ => HashSet::new(),
+    };
+    let searched = |place: &Place| match place {
+        Place::Store {
+            sha256: Some(sha256),
+            ..
+        } => !without_match.contains(sha256),
+        _ => true,
+    };
     // Every folded session's manifest first: what they need is read block by block. Each goes
     // once its session is searched.
     let manifests: Vec<Option<Result<Manifest>>> = places
         .par_iter()
         .map(|place| match (place, store) {
-            (Place::Store(id), Some(store)) => Some(store.load_manifest(id)),
+            (Place::Store { id, .. }, Some(store)) if searched(place) => {
+                Some(store.load_manifest(id))
+            }
             _ => None,
         })
         .collect();
@@ -134,6 +170,7 @@ pub fn scan(
         .zip(manifests.into_par_iter())
         .map_init(Kept::default, |kept, (place, manifest)| {
             match (manifest, store) {
+                _ if !searched(place) => Ok(Found::default()),
                 (Some(manifest), Some(store)) => Walk {
                     store,
                     manifest: &manifest?,

@@ -20,6 +20,7 @@ use super::unchanged::Unchanged;
 use crate::agents::Homes;
 use crate::agents::place::started;
 use crate::agents::{Agent, Titles};
+use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::fold::compare::{State as Compared, compare};
 use crate::fold::stamp::Stamp;
@@ -78,6 +79,9 @@ pub struct Summary {
     /// What could not be read of it (its ends), said once by the listing.
     #[serde(skip)]
     pub problem: Option<String>,
+    /// The sha256 of its folded bytes, for a folded session.
+    #[serde(skip)]
+    pub folded: Option<Digest>,
 }
 
 impl Summary {
@@ -98,6 +102,7 @@ impl Summary {
             state: State::Folded,
             started: started(session),
             problem: None,
+            folded: Some(head.source.sha256),
         };
         let read = || -> Result<Ends> {
             if let Some(ends) = cache.get(&head.source.sha256) {
@@ -139,6 +144,7 @@ impl Summary {
             state: State::New,
             started: started(&found.session),
             problem: None,
+            folded: None,
         };
         summary.look_at(found);
         summary
