@@ -6,7 +6,8 @@
 //! objects written where each session has it, then each session is read back whole and checked
 //! against its manifest's size and sha256, as a session streamed alone is.
 //!
-//! Not for: one session streamed to a writer (`reconstruct`), or putting files in place.
+//! Not for: one session streamed to a writer (`reconstruct`), or putting files in place. Sessions
+//! are written into files (restore) or into memory (`grep`'s filters, a few megabytes at a time).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -25,12 +26,66 @@ use crate::files::atomic::Pending;
 use crate::odb::pack::Location;
 use crate::odb::{Check, Member};
 
-/// One session to write: its manifest, the empty file to write it into, and the target the file
-/// is for (errors name it).
+/// One session to write: its manifest, the empty file (or buffer) to write it into, and the target
+/// it is for (errors name it).
 pub struct Session<'a> {
     pub manifest: &'a Manifest,
-    pub file: &'a Pending,
+    pub file: &'a dyn WriteAt,
     pub target: &'a Path,
+}
+
+/// Where a session's bytes go, written at offsets by several threads at once, then read back.
+pub trait WriteAt: Sync {
+    fn write_all_at(&self, bytes: &[u8], at: u64) -> io::Result<()>;
+    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize>;
+}
+
+impl WriteAt for Pending {
+    fn write_all_at(&self, bytes: &[u8], at: u64) -> io::Result<()> {
+        Pending::write_all_at(self, bytes, at)
+    }
+
+    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+        self.as_file().read_at(buf, at)
+    }
+}
+
+/// A session's bytes in memory, its size known before.
+pub struct Buffer(Mutex<Vec<u8>>);
+
+impl Buffer {
+    pub fn new(len: usize) -> Self {
+        Self(Mutex::new(vec![0; len]))
+    }
+
+    pub fn into_inner(self) -> Vec<u8> {
+        self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn bytes(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl WriteAt for Buffer {
+    fn write_all_at(&self, bytes: &[u8], at: u64) -> io::Result<()> {
+        let mut held = self.bytes();
+        let range = usize::try_from(at)
+            .ok()
+            .and_then(|at| Some(at..at.checked_add(bytes.len())?))
+            .filter(|range| range.end <= held.len())
+            .ok_or_else(|| io::Error::other("a write past the session's size"))?;
+        held[range].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+        let held = self.bytes();
+        let from = usize::try_from(at).unwrap_or(usize::MAX).min(held.len());
+        let n = buf.len().min(held.len() - from);
+        buf[..n].copy_from_slice(&held[from..from + n]);
+        Ok(n)
+    }
 }
 
 /// One object of one session: where it is in its pack, and where it goes in the session's file.
@@ -206,7 +261,7 @@ fn read_alone(
     sessions: &[Session<'_>],
     fail: &(dyn Fn(usize, Error) + Sync),
 ) {
-    let mut out = WriteAt {
+    let mut out = Writer {
         file: sessions[copy.session].file,
         at: copy.to,
     };
@@ -228,7 +283,6 @@ fn verify(store: &Store, session: &Session<'_>) -> Result<()> {
     loop {
         let n = session
             .file
-            .as_file()
             .read_at(&mut buf, at)
             .with_path("read back", session.target)?;
         if n == 0 {
@@ -253,12 +307,12 @@ fn verify(store: &Store, session: &Session<'_>) -> Result<()> {
 }
 
 /// A `Write` at an offset of a file, going on from there.
-struct WriteAt<'a> {
-    file: &'a Pending,
+struct Writer<'a> {
+    file: &'a dyn WriteAt,
     at: u64,
 }
 
-impl Write for WriteAt<'_> {
+impl Write for Writer<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         self.file.write_all_at(bytes, self.at)?;
         self.at += bytes.len() as u64;
