@@ -5,7 +5,7 @@
 //! a folded session's lines are told by the stored objects they are made of, each object searched
 //! once whatever the sessions that hold it (forks, resumes), each pack block decoded once for all
 //! the objects of it that the search needs ([`objects`]), and the answers put together line by
-//! line ([`folded`]); a session on disk is read line by line. A folded session whose trigram
+//! line ([`folded`]); a session on disk is read line by line. A folded session whose n-gram
 //! filter tells it holds none of the pattern's literals is not read at all ([`filters`]). The
 //! second pass ([`hits`]) reads
 //! again only the sessions that match, to say each match's turn, role and block and print it;
@@ -18,11 +18,11 @@ pub mod filters;
 pub mod folded;
 pub mod hits;
 pub mod matches;
+pub mod ngrams;
 pub mod objects;
 pub mod pattern;
 pub mod prefilter;
 pub mod strings;
-pub mod trigrams;
 
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -41,9 +41,14 @@ use pattern::Pattern;
 use strings::Texts;
 
 /// Where a session's bytes are read from: the store (its manifest, read when the session is: a
-/// long session's lists thousands of parts; with the sha256 of its bytes when known) or a file.
+/// long session's lists thousands of parts; with the sha256 of its bytes when known, and their
+/// number) or a file.
 pub enum Place {
-    Store { id: String, sha256: Option<Digest> },
+    Store {
+        id: String,
+        sha256: Option<Digest>,
+        bytes: u64,
+    },
     File(PathBuf),
 }
 
@@ -102,7 +107,7 @@ impl Found {
 }
 
 /// The first pass over `places`, on every core: what each holds, in their order. `live` is the
-/// bytes of every folded session (the trigram filters of others are dropped).
+/// bytes of every folded session (the n-gram filters of others are dropped).
 pub fn scan(
     store: Option<&Store>,
     places: &[&Place],
@@ -120,9 +125,11 @@ pub fn scan(
                     Place::Store {
                         id,
                         sha256: Some(sha256),
+                        bytes,
                     } => Some(Folded {
                         id,
                         sha256: *sha256,
+                        bytes: *bytes,
                     }),
                     _ => None,
                 })
@@ -138,19 +145,24 @@ pub fn scan(
         } => !without_match.contains(sha256),
         _ => true,
     };
-    // Every folded session's manifest first: what they need is read block by block. Each goes
-    // once its session is searched.
-    let manifests: Vec<Option<Result<Manifest>>> = places
-        .par_iter()
-        .map(|place| match (place, store) {
-            (Place::Store { id, .. }, Some(store)) if searched(place) => {
-                Some(store.load_manifest(id))
-            }
-            _ => None,
-        })
-        .collect();
+    // With `-l` each session is read from its start to its first match, object by object, and
+    // its manifest when it is searched: a plan of every block its parts are in would decode and
+    // search what it never reaches (on bench/run's store, 182 of 375 sessions hold the regex
+    // measured, most of them in their first blocks). Else every folded session's manifest
+    // first: what they need is read block by block. Each goes once its session is searched.
+    let planned = !limits.first;
+    let load = |place: &Place| match (place, store) {
+        (Place::Store { id, .. }, Some(store)) if searched(place) => Some(store.load_manifest(id)),
+        _ => None,
+    };
+    let manifests: Vec<Option<Result<Manifest>>> = match planned {
+        true => places.par_iter().map(|place| load(place)).collect(),
+        false => places.iter().map(|_| None).collect(),
+    };
     let mut memo = Memo::default();
-    if let Some(store) = store {
+    if let Some(store) = store
+        && planned
+    {
         // Every manifest is parsed: the bodies read ahead for them would stay beside the search
         // (27 MB of them on bench/run's store, its peak 132 MiB with them).
         store.forget_bodies_read();
@@ -169,6 +181,7 @@ pub fn scan(
         .par_iter()
         .zip(manifests.into_par_iter())
         .map_init(Kept::default, |kept, (place, manifest)| {
+            let manifest = manifest.or_else(|| load(place));
             match (manifest, store) {
                 _ if !searched(place) => Ok(Found::default()),
                 (Some(manifest), Some(store)) => Walk {
