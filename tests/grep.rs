@@ -573,28 +573,33 @@ fn a_damaged_pack_block_fails_the_sessions_that_need_it_and_no_other() {
     );
 }
 
-/// The records of the store's trigram filters file: (sha256, log2 of the map's bits).
-fn filter_records(env: &Env) -> Vec<(Vec<u8>, u8)> {
+/// The records of the store's n-gram filters file: (sha256, log2 of the map's bits, the map).
+fn filter_records(env: &Env) -> Vec<(Vec<u8>, u8, Vec<u8>)> {
     let bytes = std::fs::read(env.store.join("cache/grep-filters")).unwrap();
-    let magic = b"ctxfold grep filters v1\n";
+    let magic = b"ctxfold grep filters v2\n";
     assert!(bytes.starts_with(magic), "not a filters file");
     let body = zstd::decode_all(&bytes[magic.len()..]).unwrap();
     let mut out = Vec::new();
     let mut at = 0;
     while at < body.len() {
         let log2 = body[at + 32];
-        out.push((body[at..at + 32].to_vec(), log2));
-        at += 33 + (1 << log2) / 8;
+        let end = at + 33 + (1 << log2) / 8;
+        out.push((
+            body[at..at + 32].to_vec(),
+            log2,
+            body[at + 33..end].to_vec(),
+        ));
+        at = end;
     }
     assert_eq!(at, body.len(), "records end where the file does");
     out
 }
 
 #[test]
-fn sessions_whose_trigram_filters_hold_no_literal_of_the_pattern_are_not_read() {
+fn sessions_whose_ngram_filters_hold_no_literal_of_the_pattern_are_not_read() {
     let env = Env::new();
     let bare = Env::new();
-    // A session that spells "cooldown" and "xylophone" only with escapes (no trigram of the
+    // A session that spells "cooldown" and "xylophone" only with escapes (no n-gram of the
     // words is in its bytes as written), one that spells "kelvin" only with the Kelvin sign (it
     // holds no "kel" but when case is ignored), and two that hold none of them.
     let id = "0f1d0000-0000-7000-8000-00000000f17e";
@@ -619,8 +624,21 @@ fn sessions_whose_trigram_filters_hold_no_literal_of_the_pattern_are_not_read() 
     // file; a search that finds nothing new to build writes nothing.
     let only = BTreeSet::from([id.to_string()]);
     assert_eq!(listed(&env, &["-l", "-F", "cooldown"]), only);
-    let records = filter_records(&env);
+    let mut records = filter_records(&env);
     assert_eq!(records.len(), 4, "one filter per session");
+    // The same filters, each session read alone (as one larger than a batch of sessions read
+    // together is).
+    std::fs::remove_file(env.store.join("cache/grep-filters")).unwrap();
+    let mut alone = env.command("ctxfold");
+    alone
+        .args(["grep", "-l", "-F", "cooldown"])
+        .env("CTXFOLD_TEST_GREP_BATCH_BYTES", "1");
+    let run = Env::output(alone, b"");
+    assert_eq!(run.stdout_text().trim(), id, "{run:?}");
+    let mut again = filter_records(&env);
+    records.sort();
+    again.sort();
+    assert_eq!(again, records);
     let tmp = std::fs::read_dir(env.store.join("tmp")).unwrap().count();
     assert_eq!(tmp, 0, "a temp file is left in tmp/");
     let before = Env::snapshot(&env.store);

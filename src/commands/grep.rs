@@ -42,8 +42,8 @@ use crate::store::ids::{Unresolved, resolve_prefix};
 /// session file's path) or --session narrows the search to those; --agent, --since and --cwd as
 /// in ctxfold log. A line that forks and resumes of a session repeat is read from the store and
 /// searched once, however many sessions hold it. A folded session is not read at all when its
-/// trigram filter (which runs of three characters its text holds) lacks one of each word every
-/// match must hold: the first search that can ask builds the filters of the sessions that have
+/// n-gram filter (which runs of three and four characters its text holds) lacks one of each word
+/// every match must hold: the first search that can ask builds the filters of the sessions that have
 /// none (reading each once) and keeps them in the store's cache/grep-filters.
 ///
 /// Each session with a match starts with a heading, `## session <id>  <started>  <agent>
@@ -477,6 +477,7 @@ fn target_of(
             let place = Place::Store {
                 id: summary.id.clone(),
                 sha256: summary.folded,
+                bytes: summary.bytes,
             };
             (place, summary.started.clone())
         }

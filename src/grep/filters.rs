@@ -1,39 +1,46 @@
-//! Each folded session's trigram filter ([`trigrams`]), kept by the sha256 of its bytes in
+//! Each folded session's n-gram filter ([`ngrams`]), kept by the sha256 of its bytes in
 //! `<store>/cache/grep-filters`, so that a search reads only the sessions that may hold a match.
 //! The same bytes always hold the same text: an entry is never stale, only unused once no session
 //! has those bytes. A search builds the filters its sessions lack (reading each such session
 //! whole once) and writes the file again with them.
 //!
 //! A cache, never a record: not mirrored, not needed by any other command. The file is
-//! `ctxfold grep filters v1\n` then one zstd frame with its checksum, of records `<sha256: 32
-//! bytes> <log2 of the map's bits: 1 byte> <the map>`. A file that is missing, damaged or
+//! `ctxfold grep filters v2\n` then one zstd frame with its checksum, of records `<sha256: 32
+//! bytes> <log2 of the map's bits: 1 byte> <the map>`; its version changes with what a filter
+//! holds (the n-grams, their bits, what a search reads as text: see `strings`). A file that is missing, damaged or
 //! truncated anywhere (the frame's checksum is checked before any of its answers is used) only
 //! means the filters are built again. It is replaced whole (a temp file renamed), so two searches
 //! at once each leave a whole file (the last one's).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
 use super::folded::trim_end;
+use super::ngrams::{Builder, Filter, Query};
 use super::strings::Texts;
-use super::trigrams::{Builder, Filter, Query};
 use crate::digest::Digest;
 use crate::files::atomic::Pending;
 use crate::ledger::{Source, StoreSource};
 use crate::store::Store;
+use crate::store::by_block::{self, Buffer};
+use crate::store::manifest::Manifest;
 
 const FILE: &str = "grep-filters";
-const MAGIC: &[u8] = b"ctxfold grep filters v1\n";
+const MAGIC: &[u8] = b"ctxfold grep filters v2\n";
 const LEVEL: i32 = 3;
 
-/// A session a search reads from the store: its id and the sha256 of its bytes.
+/// The bytes of sessions written into memory at once to build their filters.
+const BATCH_BYTES: u64 = 24 << 20;
+
+/// A session a search reads from the store: its id, the sha256 of its bytes, and their number.
 pub struct Folded<'a> {
     pub id: &'a str,
     pub sha256: Digest,
+    pub bytes: u64,
 }
 
 /// The bytes (sha256) of `sessions` that hold no match of `query`, as their filters tell; the
@@ -85,23 +92,20 @@ fn build(
         .ok();
     let (answers, written) = {
         let writer = Mutex::new(pending.as_mut().and_then(|p| start(p.file()).ok()));
-        let answers: HashMap<Digest, bool> = missing
-            .par_iter()
-            .map_init(
-                || (Builder::default(), Texts::default()),
-                |(builder, texts), session| {
-                    let filter = filter_of(store, session, builder, texts)?;
-                    let mut writer = writer.lock().unwrap_or_else(|e| e.into_inner());
-                    if let Some(out) = writer.as_mut()
-                        && write_record(out, &session.sha256, &filter).is_err()
-                    {
-                        *writer = None;
-                    }
-                    Some((session.sha256, filter.may_hold(query)))
-                },
-            )
-            .flatten()
-            .collect();
+        let keep = |sha256: Digest, filter: Filter| {
+            let mut writer = writer.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(out) = writer.as_mut()
+                && write_record(out, &sha256, &filter).is_err()
+            {
+                *writer = None;
+            }
+            (sha256, filter.may_hold(query))
+        };
+        let mut answers = HashMap::new();
+        let most = crate::test_sizes::size("CTXFOLD_TEST_GREP_BATCH_BYTES", BATCH_BYTES);
+        for batch in batches(missing, most) {
+            answers.extend(build_batch(store, batch, most, &keep));
+        }
         let written = writer
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
@@ -130,35 +134,103 @@ fn build(
     answers
 }
 
-/// The filter of one session's text, read whole; `None` when it cannot be read, or its bytes
-/// are no longer those the search was given.
-fn filter_of(
-    store: &Store,
-    session: &Folded<'_>,
-    builder: &mut Builder,
-    texts: &mut Texts,
-) -> Option<Filter> {
-    let manifest = store.load_manifest(session.id).ok()?;
-    if manifest.source.sha256 != session.sha256 {
-        return None;
+/// `missing` in runs of sessions that add up to `most` bytes at most, in order; a larger session
+/// alone.
+fn batches<'a, 'b>(missing: &'a [&'b Folded<'b>], most: u64) -> Vec<&'a [&'b Folded<'b>]> {
+    let mut out = Vec::new();
+    let (mut from, mut bytes) = (0, 0);
+    for (i, session) in missing.iter().enumerate() {
+        if i > from && bytes + session.bytes > most {
+            out.push(&missing[from..i]);
+            (from, bytes) = (i, 0);
+        }
+        bytes += session.bytes;
     }
-    let source = StoreSource {
-        store,
-        manifest: &manifest,
-    };
-    let mut reader = source.open().ok()?;
+    if from < missing.len() {
+        out.push(&missing[from..]);
+    }
+    out
+}
+
+/// The filters of one batch, each handed to `keep` (whose answers are returned). A batch's
+/// sessions are written into memory together, each pack block they need decoded once for all
+/// of them (forks share most of theirs), and read back line by line; a session larger than a
+/// batch is streamed alone. A session that cannot be read (or whose bytes are no longer those
+/// the search was given: its manifest is read again here) gets no filter.
+fn build_batch(
+    store: &Store,
+    batch: &[&Folded<'_>],
+    most: u64,
+    keep: &(dyn Fn(Digest, Filter) -> (Digest, bool) + Sync),
+) -> Vec<(Digest, bool)> {
+    let manifests: Vec<Option<Manifest>> = batch
+        .par_iter()
+        .map(|session| {
+            let manifest = store.load_manifest(session.id).ok()?;
+            let source = &manifest.source;
+            (source.sha256 == session.sha256 && source.bytes == session.bytes).then_some(manifest)
+        })
+        .collect();
+    let held: Vec<&Manifest> = manifests.iter().flatten().collect();
+    if let [manifest] = held[..]
+        && manifest.source.bytes > most
+    {
+        let source = StoreSource { store, manifest };
+        let mut builder = Builder::default();
+        let filter = source
+            .open()
+            .ok()
+            .and_then(|reader| add_lines(reader, &mut builder, &mut Texts::default()));
+        return filter
+            .map(|()| keep(manifest.source.sha256, builder.finish()))
+            .into_iter()
+            .collect();
+    }
+    let buffers: Vec<Buffer> = (held.iter())
+        .map(|m| Buffer::new(m.source.bytes as usize))
+        .collect();
+    let target = std::path::Path::new("");
+    let sessions: Vec<by_block::Session<'_>> = (held.iter().zip(&buffers))
+        .map(|(manifest, file)| by_block::Session {
+            manifest,
+            file,
+            target,
+        })
+        .collect();
+    let written = by_block::write_sessions(store, &sessions);
+    drop(sessions);
+    (held.into_par_iter().zip(buffers).zip(written))
+        .filter_map(|((manifest, buffer), written)| written.ok().map(|()| (manifest, buffer)))
+        .map_init(
+            || (Builder::default(), Texts::default()),
+            |(builder, texts), (manifest, buffer)| {
+                let bytes = buffer.into_inner();
+                for line in bytes.split_inclusive(|&b| b == b'\n') {
+                    add_line(line, builder, texts);
+                }
+                keep(manifest.source.sha256, builder.finish())
+            },
+        )
+        .collect()
+}
+
+/// Add the text of each line `reader` holds (see [`Texts`]); `None` when it cannot be read.
+fn add_lines(mut reader: impl BufRead, builder: &mut Builder, texts: &mut Texts) -> Option<()> {
     let mut line = Vec::new();
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line).ok()? == 0 {
-            break;
+            return Some(());
         }
-        texts.decode(trim_end(&line));
-        for value in &texts.values {
-            builder.add(&texts.text[value.text.clone()]);
-        }
+        add_line(&line, builder, texts);
     }
-    Some(builder.finish())
+}
+
+fn add_line(line: &[u8], builder: &mut Builder, texts: &mut Texts) {
+    texts.decode(trim_end(line));
+    for value in &texts.values {
+        builder.add(&texts.text[value.text.clone()]);
+    }
 }
 
 type Writer<'a> = zstd::stream::write::Encoder<'static, &'a mut File>;
@@ -219,4 +291,28 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_keep_the_order_and_their_size_and_hold_a_larger_session_alone() {
+        let folded: Vec<Folded<'_>> = [10, 20, 5, 50, 1, 1, 30]
+            .iter()
+            .map(|&bytes| Folded {
+                id: "",
+                sha256: Digest::of(&[bytes as u8]),
+                bytes,
+            })
+            .collect();
+        let refs: Vec<&Folded<'_>> = folded.iter().collect();
+        let sizes: Vec<Vec<u64>> = batches(&refs, 35)
+            .iter()
+            .map(|b| b.iter().map(|f| f.bytes).collect())
+            .collect();
+        assert_eq!(sizes, [vec![10, 20, 5], vec![50], vec![1, 1, 30]]);
+        assert!(batches(&[], 35).is_empty());
+    }
 }

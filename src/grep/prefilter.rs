@@ -9,7 +9,7 @@ use memchr::memmem;
 use regex::bytes::{Regex, RegexBuilder};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
-use super::trigrams::Query;
+use super::ngrams::Query;
 
 /// Literals tried at most: more, and the test costs what it saves.
 const MAX_LITERALS: usize = 64;
@@ -21,7 +21,7 @@ pub struct Prefilter {
     starts: Regex,
     /// The bytes a hit of `starts` spans at most.
     longest: usize,
-    /// The sessions' trigram filters are asked about the literals.
+    /// The sessions' n-gram filters are asked about the literals.
     query: Option<Query>,
 }
 
@@ -76,8 +76,8 @@ impl Prefilter {
         self.longest
     }
 
-    /// What to ask a session's trigram filter, when a filter can answer (every literal has a
-    /// trigram it can be asked about).
+    /// What to ask a session's n-gram filter, when a filter can answer (every literal has a
+    /// n-gram it can be asked about).
     pub fn query(&self) -> Option<&Query> {
         self.query.as_ref()
     }
