@@ -43,8 +43,8 @@ use crate::store::ids::{Unresolved, resolve_prefix};
 /// in ctxfold log. A line that forks and resumes of a session repeat is read from the store and
 /// searched once, however many sessions hold it. A folded session is not read at all when its
 /// n-gram filter (which runs of three and four characters its text holds) lacks one of each word
-/// every match must hold: the first search that can ask builds the filters of the sessions that have
-/// none (reading each once) and keeps them in the store's cache/grep-filters.
+/// every match must hold: the first search that can ask builds the filters of the sessions that
+/// have none (reading each once) and keeps them in the store's cache/grep-filters.
 ///
 /// Each session with a match starts with a heading, `## session <id>  <started>  <agent>
 /// <title>`; each line of text that holds a match follows as `<turn>:<role>:<text>`, the lines

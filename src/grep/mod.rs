@@ -7,9 +7,8 @@
 //! the objects of it that the search needs ([`objects`]), and the answers put together line by
 //! line ([`folded`]); a session on disk is read line by line. A folded session whose n-gram
 //! filter tells it holds none of the pattern's literals is not read at all ([`filters`]). The
-//! second pass ([`hits`]) reads
-//! again only the sessions that match, to say each match's turn, role and block and print it;
-//! `-l` and `-c` need no second pass.
+//! second pass ([`hits`]) reads again only the sessions that match, to say each match's turn,
+//! role and block and print it; `-l` and `-c` need no second pass.
 //!
 //! Not for: deciding which sessions there are (the command gathers them as `log` does) or
 //! printing (the command's).
@@ -160,6 +159,15 @@ pub fn scan(
         false => places.iter().map(|_| None).collect(),
     };
     let mut memo = Memo::default();
+    if let Some(store) = store
+        && !planned
+    {
+        // Sessions read one after the other, each from its start: the few blocks of a fold's
+        // size read last.
+        store
+            .odb()
+            .set_block_cache(crate::odb::pack::FEW_BLOCKS_BYTES);
+    }
     if let Some(store) = store
         && planned
     {
