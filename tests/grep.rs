@@ -720,3 +720,53 @@ fn sessions_whose_ngram_filters_hold_no_literal_of_the_pattern_are_not_read() {
     let run = env.run("ctxfold", ["grep", "-l", r"\w+"]);
     assert_eq!(run.code, Some(2), "{run:?}");
 }
+
+#[test]
+fn a_search_killed_while_it_builds_filters_leaves_no_temp_file_and_a_whole_file_or_none() {
+    let env = Env::new();
+    fold_all(
+        &env,
+        &[
+            own_fixture(own::CLAUDE_SESSION),
+            own_fixture(own::PI_AGENT_WORK),
+            own_fixture(own::CODEX_AGENT_WORK),
+        ],
+    );
+    let expected = listed(&env, &["-l", "-F", "ValueError"]);
+    assert!(!expected.is_empty());
+    let filters = env.store.join("cache/grep-filters");
+    // Killed with -9 at moments across the build (each session read alone, so that it lasts),
+    // over no filters file and over a whole one.
+    for (i, wait) in (0..12u64).map(|i| (i, i * 15)).collect::<Vec<_>>() {
+        if i % 2 == 0 {
+            std::fs::remove_file(&filters).ok();
+        }
+        let mut grep = env.command("ctxfold");
+        grep.args(["grep", "-l", "-F", "ValueError"])
+            .env("CTXFOLD_TEST_GREP_BATCH_BYTES", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = grep.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(wait));
+        child.kill().ok();
+        child.wait().unwrap();
+        let left: Vec<_> = std::fs::read_dir(env.store.join("tmp"))
+            .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+            .unwrap_or_default();
+        assert!(
+            left.is_empty(),
+            "killed after {wait} ms: {left:?} left in tmp/"
+        );
+        if filters.exists() {
+            assert_eq!(filter_records(&env).len(), 3, "killed after {wait} ms");
+        }
+        // The next search answers as before, and the one after it writes nothing.
+        assert_eq!(listed(&env, &["-l", "-F", "ValueError"]), expected);
+        let before = Env::snapshot(&env.store);
+        assert_eq!(listed(&env, &["-l", "-F", "ValueError"]), expected);
+        assert!(
+            Env::snapshot(&env.store) == before,
+            "grep wrote to the store"
+        );
+    }
+}

@@ -10,7 +10,8 @@
 //! holds (the n-grams, their bits, what a search reads as text: see `strings`). A file that is
 //! missing, damaged or truncated anywhere (the frame's checksum is checked before any of its
 //! answers is used) only means the filters are built again. It is replaced whole (a temp file
-//! renamed), so two searches at once each leave a whole file (the last one's).
+//! with no name until it is renamed into place, so that a search killed while it builds leaves
+//! nothing behind), so two searches at once each leave a whole file (the last one's).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -88,7 +89,7 @@ fn build(
     let path = store.cache_dir().join(FILE);
     let mut pending = (crate::files::create_private_dir(&store.cache_dir()))
         .and_then(|()| crate::files::create_private_dir(&store.tmp_dir()))
-        .and_then(|()| Pending::new_in(&store.tmp_dir(), ".grep-filters-"))
+        .and_then(|()| Pending::unnamed_in(&store.tmp_dir(), ".grep-filters-"))
         .ok();
     let (answers, written) = {
         let writer = Mutex::new(pending.as_mut().and_then(|p| start(p.file()).ok()));
