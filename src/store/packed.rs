@@ -236,7 +236,7 @@ impl Store {
     /// reader sees the old table or the new, and a crash leaves one of them. Every body the new
     /// table names must be durable already. Returns what `change` returned.
     pub fn change_packed<T>(&self, change: impl FnOnce(&mut Table) -> Result<T>) -> Result<T> {
-        let _lock = self.lock_file("manifests")?;
+        let _lock = self.lock_file(super::commit::MANIFESTS_LOCK)?;
         let mut table = Table::clone(&*self.packed()?);
         let before = table.clone();
         let answer = change(&mut table)?;
