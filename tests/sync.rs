@@ -1057,23 +1057,32 @@ fn a_lock_file_a_killed_git_left_in_the_mirror_does_not_fail_the_next_sync() {
     );
 }
 
+/// `count` small Pi sessions in the folder `many`, each its own id, in the order of their names.
+fn many_sessions(w: &World, count: usize) -> Vec<PathBuf> {
+    let dir = w.env.path("many");
+    fs::create_dir(&dir).unwrap();
+    (0..count)
+        .map(|n| {
+            let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
+            let header = format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n"
+            );
+            let turn = format!(
+                "{{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"session {n}\"}}]}}}}\n"
+            );
+            let path = dir.join(format!("{id}.jsonl"));
+            fs::write(&path, header + &turn).unwrap();
+            path
+        })
+        .collect()
+}
+
 #[test]
 fn a_sync_of_hundreds_of_sessions_leaves_the_mirror_packed_and_clones_back() {
     let w = World::new();
-    // A folder of small sessions, each its own id, folded at once.
-    let dir = w.env.path("many");
-    fs::create_dir(&dir).unwrap();
+    // A folder of small sessions folded at once.
     let count = 300;
-    for n in 0..count {
-        let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
-        let header = format!(
-            "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n"
-        );
-        let turn = format!(
-            "{{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"session {n}\"}}]}}}}\n"
-        );
-        fs::write(dir.join(format!("{id}.jsonl")), header + &turn).unwrap();
-    }
+    let dir = many_sessions(&w, count)[0].parent().unwrap().to_owned();
     w.ctxfold(&w.a, &["fold", "--apply", "-q", dir.to_str().unwrap()])
         .ok();
     let remote = w.remote.to_str().unwrap();
@@ -1087,6 +1096,124 @@ fn a_sync_of_hundreds_of_sessions_leaves_the_mirror_packed_and_clones_back() {
     w.ctxfold(&w.b, &["clone", remote]).ok();
     let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
     assert_eq!(listed.lines().count(), count);
+}
+
+/// The manifests a merge adds when it adds as many new sessions as make fold pack its loose ones
+/// are committed into the packed form at once: none is a file, even while another writer holds
+/// the store (which keeps the packing that follows a loose commit from running). The remote's
+/// seed batches, read in the order they lie in its pack, are listed in its catalog's order: the
+/// clone has nothing to push back.
+#[test]
+fn a_clone_of_hundreds_of_sessions_commits_them_packed_and_lists_seeds_as_the_remote_does() {
+    let w = World::new();
+    let sessions = many_sessions(&w, 300);
+    // Folded the last named first, then repacked in one pack: its seed batches lie in the pack
+    // in another order than the catalog lists them.
+    let (first, last) = sessions.split_at(150);
+    for half in [last, first] {
+        let mut args = vec!["fold", "--apply", "-q"];
+        args.extend(half.iter().map(|p| p.to_str().unwrap()));
+        w.ctxfold(&w.a, &args).ok();
+    }
+    w.ctxfold(&w.a, &["gc", "--apply", "--aggressive", "--prune=now"])
+        .ok();
+    let remote = w.remote.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    w.sync(&w.a);
+    let head = || w.git(Some(&w.remote), ["rev-parse", "refs/heads/ctxfold"]);
+    let pushed = head();
+
+    let lock = w.b.join("locks/objects.lock");
+    fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    fs::write(&lock, b"").unwrap();
+    // Not forking: killing it ends the only process that holds the lock (and the test's pipes).
+    let mut writer = Command::new("flock")
+        .args([
+            "--shared",
+            "--no-fork",
+            lock.to_str().unwrap(),
+            "sleep",
+            "600",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let clone = w.ctxfold(&w.b, &["clone", remote]);
+    let _ = writer.kill();
+    writer.wait().unwrap();
+    let clone = clone.ok().stdout_text();
+    assert!(clone.contains("300 sessions added"), "{clone}");
+    let manifests: Vec<_> = (fs::read_dir(w.b.join("manifests")).unwrap())
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(manifests, ["packed.json"]);
+    for (n, path) in sessions.iter().enumerate().step_by(29) {
+        let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
+        assert_eq!(w.restored(&w.b, &id), fs::read(path).unwrap(), "{id}");
+    }
+    let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
+    assert_eq!(listed.lines().count(), sessions.len());
+    w.ctxfold(&w.b, &["fsck", "--full"]).ok();
+    let catalog = |store: &Path| fs::read_to_string(store.join("seeds/catalog.jsonl")).unwrap();
+    assert_eq!(catalog(&w.b), catalog(&w.a));
+    let again = w.sync(&w.b);
+    assert!(again.contains("nothing to push"), "{again}");
+    assert_eq!(head(), pushed);
+}
+
+/// A clone of hundreds of sessions killed with -9 at moments across it (staging, verifying, the
+/// packed commit, the seeds) leaves a store whose every session restores; a sync then finishes
+/// it, every session there and its seeds listed as the remote lists them.
+#[test]
+fn a_clone_of_hundreds_of_sessions_killed_anywhere_loses_nothing_and_a_sync_finishes_it() {
+    let w = World::new();
+    let sessions = many_sessions(&w, 300);
+    let dir = sessions[0].parent().unwrap().to_str().unwrap();
+    w.ctxfold(&w.a, &["fold", "--apply", "-q", dir]).ok();
+    let remote = w.remote.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    w.sync(&w.a);
+    let started = std::time::Instant::now();
+    w.ctxfold(&w.b, &["clone", remote]).ok();
+    let whole = started.elapsed();
+    let catalog = |store: &Path| fs::read_to_string(store.join("seeds/catalog.jsonl")).unwrap();
+    for eighth in 1..8 {
+        fs::remove_dir_all(&w.b).unwrap();
+        let mut clone = w.env.command("ctxfold");
+        clone
+            .args(["--store", w.b.to_str().unwrap(), "clone", remote])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = clone.spawn().unwrap();
+        std::thread::sleep(whole * eighth / 8);
+        child.kill().ok();
+        child.wait().unwrap();
+        // Whatever it committed restores.
+        let before = (w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text())
+            .lines()
+            .count();
+        if before > 0 {
+            w.ctxfold(&w.b, &["fsck", "--full"]).ok();
+        }
+        let remotes = w.ctxfold(&w.b, &["remote"]).ok().stdout_text();
+        match remotes.contains("origin") {
+            true => w.sync(&w.b),
+            false => {
+                fs::remove_dir_all(&w.b).ok();
+                w.ctxfold(&w.b, &["clone", remote]).ok().stdout_text()
+            }
+        };
+        let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
+        let at = format!("killed at {eighth}/8 of {whole:?}, {before} listed before");
+        assert_eq!(listed.lines().count(), sessions.len(), "{at}");
+        w.ctxfold(&w.b, &["fsck", "--full"]).ok();
+        assert_eq!(catalog(&w.b), catalog(&w.a), "{at}");
+        for (n, path) in sessions.iter().enumerate().step_by(97) {
+            let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
+            assert_eq!(w.restored(&w.b, &id), fs::read(path).unwrap(), "{id}, {at}");
+        }
+    }
 }
 
 #[test]

@@ -31,6 +31,8 @@ use crate::store::packing;
 /// rollout folded later); otherwise both are kept and the remote's is put at
 /// `manifests/conflicts/<id>@<first 12 hex of its source sha256>.json` and reported. Seed indexes
 /// become the union of their lines, local lines first. The store lock is held shared while merging.
+/// A merge that adds 256 or more sessions (a clone) commits their manifests into the packed form
+/// at once (see ctxfold gc); fewer are committed loose, and packed once 256 or more are loose.
 ///
 /// A manifest's bytes are verified; its rollout_path is not trusted. Each manifest added whose
 /// session `ctxfold restore` will not put back by itself (a file folded by path, or a rollout_path
@@ -143,8 +145,8 @@ fn default_remote(mirror: &Mirror) -> Result<String> {
 /// remote (see ctxfold-sync: no identity for an encrypted one, a file changed there) removes the
 /// store it created; one that failed half-way (the network) is run again. An encrypted remote is
 /// recognised as such and decrypted with this machine's age identity or the one --identity names
-/// (see ctxfold-sync); its recipients become the ones this machine encrypts it to. As fold does,
-/// sync and clone pack the store's manifests once 256 or more are loose (see ctxfold gc).
+/// (see ctxfold-sync); its recipients become the ones this machine encrypts it to. The sessions'
+/// manifests are committed packed (see ctxfold gc) once there are 256 or more of them.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-clone", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct CloneArgs {

@@ -17,13 +17,29 @@ pub struct Sources<'a> {
     pub local: &'a Store,
 }
 
-impl Sources<'_> {
-    fn holder(&self, digest: &Digest) -> Result<&Store> {
+impl<'a> Sources<'a> {
+    /// The store to read `digest` from: staging if it holds it, else this store.
+    pub fn holder(&self, digest: &Digest) -> Result<&'a Store> {
         Ok(if self.staged.odb().stored_bytes(digest)?.is_some() {
             self.staged
         } else {
             self.local
         })
+    }
+
+    /// Where the session's last part is packed (pack, block, offset in it), if it is: the order
+    /// to verify many sessions in. Fold and gc pack each session's new objects at its turn (gc in
+    /// fork-family order), so a session's last part, the most its own, lies among its
+    /// relatives': sessions verified in this order need the same few blocks one after another,
+    /// and the block cache keeps them (4,914 forks in the order of their names decoded 6.9 GB of
+    /// blocks for 102 MiB of objects).
+    pub fn last_part_at(&self, manifest: &Manifest) -> Result<Option<(Digest, u32, u64)>> {
+        let Some(last) = manifest.parts.last() else {
+            return Ok(None);
+        };
+        let digest = &last.object.sha256;
+        Ok((self.holder(digest)?.odb().packed(digest)?)
+            .map(|(member, at)| (*member.pack.name(), at.block, at.offset)))
     }
 
     /// Stream the session through the checks a restore makes (each object's size, the whole

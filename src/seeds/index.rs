@@ -645,7 +645,7 @@ pub fn union_lines(
     what: &Path,
 ) -> Result<usize> {
     let mut unions = Unions::begin(store)?;
-    let added = unions.add(session, incoming, what)?;
+    let added = unions.add(0, session, incoming, what)?;
     unions.finish()?;
     Ok(added)
 }
@@ -662,7 +662,8 @@ pub struct Unions<'a> {
     /// Sessions added to so far: one met again is read from the catalog again, after the
     /// batches still pending are listed in it.
     seen: HashSet<String>,
-    pending: Vec<Batch>,
+    /// New batches not listed yet, each with its rank.
+    pending: Vec<(usize, Batch)>,
 }
 
 impl<'a> Unions<'a> {
@@ -681,8 +682,16 @@ impl<'a> Unions<'a> {
     }
 
     /// Union `incoming` into `session`'s index (see [`union_lines`]); how many lines it adds.
-    /// They are durable and listed once [`Unions::finish`] returns.
-    pub fn add(&mut self, session: &str, incoming: &mut dyn BufRead, what: &Path) -> Result<usize> {
+    /// They are durable and listed once [`Unions::finish`] returns, in the catalog in the order
+    /// of their `rank` among the batches listed together (a merge reads the remote's batches in
+    /// the order they lie in the packs, and lists them in its catalog's order).
+    pub fn add(
+        &mut self,
+        rank: usize,
+        session: &str,
+        incoming: &mut dyn BufRead,
+        what: &Path,
+    ) -> Result<usize> {
         check_session_id(session)?;
         if self.held.as_ref().is_none_or(|(held, _)| held != session) {
             if self.seen.contains(session) {
@@ -717,7 +726,8 @@ impl<'a> Unions<'a> {
             added += 1;
         }
         if added > 0 {
-            self.pending.push(put_loose(self.store, session, &bytes)?);
+            self.pending
+                .push((rank, put_loose(self.store, session, &bytes)?));
         }
         Ok(added)
     }
@@ -726,8 +736,9 @@ impl<'a> Unions<'a> {
     fn list_pending(&mut self) -> Result<()> {
         if !self.pending.is_empty() {
             self.store.odb().sync()?;
-            self.catalog.append(self.store, &self.lock, &self.pending)?;
-            self.pending.clear();
+            self.pending.sort_by_key(|(rank, _)| *rank);
+            let batches: Vec<Batch> = self.pending.drain(..).map(|(_, b)| b).collect();
+            self.catalog.append(self.store, &self.lock, &batches)?;
         }
         Ok(())
     }
@@ -960,18 +971,27 @@ mod tests {
         const OTHER: &str = "other-session";
         let mut unions = Unions::begin(&store).unwrap();
         let x = Path::new("x");
-        assert_eq!(unions.add(SESSION, &mut &b"a\nb\n"[..], x).unwrap(), 2);
-        assert_eq!(unions.add(OTHER, &mut &b"a\n"[..], x).unwrap(), 1);
+        assert_eq!(unions.add(1, SESSION, &mut &b"a\nb\n"[..], x).unwrap(), 2);
+        assert_eq!(unions.add(0, OTHER, &mut &b"a\n"[..], x).unwrap(), 1);
         assert!(
             Catalog::load(&store).unwrap().of(SESSION).next().is_none(),
             "not listed yet"
         );
         // Met again: what it was given before counts as held.
-        assert_eq!(unions.add(SESSION, &mut &b"b\nc\n\nd"[..], x).unwrap(), 1);
-        assert!(unions.add("../bad", &mut &b"a\n"[..], x).is_err());
+        assert_eq!(
+            unions.add(2, SESSION, &mut &b"b\nc\n\nd"[..], x).unwrap(),
+            1
+        );
+        assert!(unions.add(3, "../bad", &mut &b"a\n"[..], x).is_err());
         unions.finish().unwrap();
         assert_eq!(index(&store), b"a\nb\nc\n");
         let catalog = Catalog::load(&store).unwrap();
+        // Listed by rank among those listed together: meeting the session again listed the two
+        // batches before, the lower rank first.
+        let sessions: Vec<&str> = (catalog.batches().iter())
+            .map(|b| b.session.as_str())
+            .collect();
+        assert_eq!(sessions, [OTHER, SESSION, SESSION]);
         assert_eq!(catalog.of(SESSION).count(), 2);
         assert_eq!(catalog.of(OTHER).count(), 1);
         assert_eq!(
