@@ -1,8 +1,8 @@
 //! Merging a fetched tree (another machine's store) into this store, losing nothing and trusting
-//! nothing: first every new file is staged under `<store>/tmp/` and checked (each remote object
-//! must hash to its name; each manifest to be added must reconstruct from the staged and local
-//! objects), and only then is anything applied. A bad remote object or manifest aborts the merge
-//! with the store untouched.
+//! nothing: first every new object and file is staged under `<store>/tmp/` and checked (each remote
+//! object must hash to its name; each manifest to be added, read from the mirror, must reconstruct
+//! from the staged and local objects), and only then is anything applied. A bad remote object or
+//! manifest aborts the merge with the store untouched.
 //!
 //! zstd dictionaries come first: objects written with one decode only with it. Staging registers
 //! every dictionary the store will have after the merge, the local ones and each registration of
