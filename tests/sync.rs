@@ -1098,6 +1098,50 @@ fn a_sync_of_hundreds_of_sessions_leaves_the_mirror_packed_and_clones_back() {
     assert_eq!(listed.lines().count(), count);
 }
 
+/// The names of the files and folders in a store's `manifests/`.
+fn manifest_names(store: &Path) -> Vec<std::ffi::OsString> {
+    (fs::read_dir(store.join("manifests")).unwrap())
+        .map(|e| e.unwrap().file_name())
+        .collect()
+}
+
+/// Another writer holding a store's lock shared (as a fold does) until dropped: no packing of
+/// loose manifests runs meanwhile, since it needs the lock exclusive.
+struct Writer(std::process::Child);
+
+impl Writer {
+    fn holding(store: &Path) -> Self {
+        let lock = store.join("locks/objects.lock");
+        fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&lock)
+            .unwrap();
+        // Not forking: killing it ends the only process that holds the lock (and the test's pipes).
+        let holder = Command::new("flock")
+            .args([
+                "--shared",
+                "--no-fork",
+                lock.to_str().unwrap(),
+                "sleep",
+                "600",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        Self(holder)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The manifests a merge adds when it adds as many new sessions as make fold pack its loose ones
 /// are committed into the packed form at once: none is a file, even while another writer holds
 /// the store (which keeps the packing that follows a loose commit from running). The remote's
@@ -1123,31 +1167,12 @@ fn a_clone_of_hundreds_of_sessions_commits_them_packed_and_lists_seeds_as_the_re
     let head = || w.git(Some(&w.remote), ["rev-parse", "refs/heads/ctxfold"]);
     let pushed = head();
 
-    let lock = w.b.join("locks/objects.lock");
-    fs::create_dir_all(lock.parent().unwrap()).unwrap();
-    fs::write(&lock, b"").unwrap();
-    // Not forking: killing it ends the only process that holds the lock (and the test's pipes).
-    let mut writer = Command::new("flock")
-        .args([
-            "--shared",
-            "--no-fork",
-            lock.to_str().unwrap(),
-            "sleep",
-            "600",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let writer = Writer::holding(&w.b);
     let clone = w.ctxfold(&w.b, &["clone", remote]);
-    let _ = writer.kill();
-    writer.wait().unwrap();
+    drop(writer);
     let clone = clone.ok().stdout_text();
     assert!(clone.contains("300 sessions added"), "{clone}");
-    let manifests: Vec<_> = (fs::read_dir(w.b.join("manifests")).unwrap())
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(manifests, ["packed.json"]);
+    assert_eq!(manifest_names(&w.b), ["packed.json"]);
     for (n, path) in sessions.iter().enumerate().step_by(29) {
         let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
         assert_eq!(w.restored(&w.b, &id), fs::read(path).unwrap(), "{id}");
@@ -1169,14 +1194,22 @@ fn a_clone_of_hundreds_of_sessions_commits_them_packed_and_lists_seeds_as_the_re
 fn a_clone_of_hundreds_of_sessions_killed_anywhere_loses_nothing_and_a_sync_finishes_it() {
     let w = World::new();
     let sessions = many_sessions(&w, 300);
-    let dir = sessions[0].parent().unwrap().to_str().unwrap();
-    w.ctxfold(&w.a, &["fold", "--apply", "-q", dir]).ok();
     let remote = w.remote.to_str().unwrap();
     w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    // Folded and pushed while another writer holds the store, so that no packing runs: the
+    // remote holds every manifest loose and no body in its packs, and the packed commit writes
+    // the bodies itself.
+    let writer = Writer::holding(&w.a);
+    let dir = sessions[0].parent().unwrap().to_str().unwrap();
+    w.ctxfold(&w.a, &["fold", "--apply", "-q", dir]).ok();
     w.sync(&w.a);
+    drop(writer);
+    assert_eq!(manifest_names(&w.a).len(), sessions.len(), "all loose");
     let started = std::time::Instant::now();
     w.ctxfold(&w.b, &["clone", remote]).ok();
     let whole = started.elapsed();
+    assert_eq!(manifest_names(&w.b), ["packed.json"]);
+    assert_eq!(pack_files(&w.b).len(), pack_files(&w.a).len() + 1, "one of bodies");
     let catalog = |store: &Path| fs::read_to_string(store.join("seeds/catalog.jsonl")).unwrap();
     for eighth in 1..8 {
         fs::remove_dir_all(&w.b).unwrap();
