@@ -1206,10 +1206,24 @@ fn a_clone_of_hundreds_of_sessions_killed_anywhere_loses_nothing_and_a_sync_fini
     drop(writer);
     assert_eq!(manifest_names(&w.a).len(), sessions.len(), "all loose");
     let started = std::time::Instant::now();
-    w.ctxfold(&w.b, &["clone", remote]).ok();
+    let cloned = w.ctxfold(&w.b, &["clone", remote]).ok().stdout_text();
     let whole = started.elapsed();
+    // Told by name, whatever order they were verified and committed in.
+    let added: Vec<&str> = (cloned.lines())
+        .filter_map(|l| l.strip_prefix("added "))
+        .collect();
+    let mut by_name = added.clone();
+    by_name.sort_unstable();
+    assert!(
+        added.len() == sessions.len() && added == by_name,
+        "{cloned}"
+    );
     assert_eq!(manifest_names(&w.b), ["packed.json"]);
-    assert_eq!(pack_files(&w.b).len(), pack_files(&w.a).len() + 1, "one of bodies");
+    assert_eq!(
+        pack_files(&w.b).len(),
+        pack_files(&w.a).len() + 1,
+        "one of bodies"
+    );
     let catalog = |store: &Path| fs::read_to_string(store.join("seeds/catalog.jsonl")).unwrap();
     for eighth in 1..8 {
         fs::remove_dir_all(&w.b).unwrap();

@@ -874,6 +874,11 @@ fn apply(
         }
     }
     commits.finish(&mut report)?;
+    // Told in the order of their names, as the remote's tree lists them, not the order of their
+    // packs they were verified and committed in.
+    report.sessions_added.sort_unstable();
+    report.sessions_extended.sort_unstable();
+    report.unplaced.sort_by(|a, b| a.manifest.cmp(&b.manifest));
     Ok(report)
 }
 
