@@ -647,12 +647,16 @@ impl<'a> Planner<'a> {
             let at = at.map(|(member, at)| (*member.pack.name(), at.block, at.offset));
             batches.push((at, (batches.len(), batch)));
         }
+        // Each batch goes where its session's first one lies; stable, so that each session's
+        // batches stay in the catalog's order.
         let mut first = HashMap::new();
         for (at, (_, batch)) in &batches {
             first.entry(batch.session.clone()).or_insert(*at);
         }
-        // Stable: each session's batches stay in the catalog's order.
-        batches.sort_by_key(|(_, (_, batch))| (first[&batch.session], batch.session.clone()));
+        for (at, (_, batch)) in &mut batches {
+            *at = first[&batch.session];
+        }
+        batches.sort_by(|(a, (_, x)), (b, (_, y))| (a, &x.session).cmp(&(b, &y.session)));
         let batches: Vec<(usize, Batch)> = batches.into_iter().map(|(_, batch)| batch).collect();
         if !batches.is_empty() {
             self.steps.push(Step::Seeds { batches });
