@@ -206,6 +206,15 @@ impl Error {
             if target == STDOUT && source.kind() == io::ErrorKind::BrokenPipe)
     }
 
+    /// True when the disk (or the user's quota) had no room for a write: every write after it
+    /// would fail the same way, so a run stops rather than fail each thing it has left.
+    pub fn is_out_of_space(&self) -> bool {
+        match &self.0.cause {
+            Cause::Io { source, .. } | Cause::Write { source, .. } => out_of_space(source),
+            _ => false,
+        }
+    }
+
     /// The documented table: which status this error ends a command with.
     pub fn status(&self) -> Status {
         match &self.0.cause {
@@ -318,6 +327,17 @@ impl std::error::Error for Error {
     }
 }
 
+/// Whether `e` (or our error it carries) says the disk or the quota is full.
+fn out_of_space(e: &io::Error) -> bool {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
+        Some(ours) => ours.is_out_of_space(),
+        None => matches!(
+            e.kind(),
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+        ),
+    }
+}
+
 /// An io error's text without the "(os error N)" noise and on one line.
 fn one_line(e: &io::Error) -> String {
     let text = e.to_string();
@@ -380,6 +400,14 @@ mod tests {
         assert_eq!(Error::object_missing(Digest::of(b"")).status().code(), 4);
         let full = io::Error::new(io::ErrorKind::StorageFull, "No space left on device");
         assert_eq!(Error::write("/x", full).status().code(), 5);
+        let quota = io::Error::from_raw_os_error(122);
+        assert!(Error::io("write", Path::new("/x"), quota).is_out_of_space());
+        let full = Error::io("write", Path::new("/x"), io::Error::from_raw_os_error(28));
+        assert!(full.is_out_of_space());
+        assert!(Error::system("copy", full.into_io()).is_out_of_space());
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert!(!Error::io("write", Path::new("/x"), denied).is_out_of_space());
+        assert!(!Error::corrupt("x").is_out_of_space());
         let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
         assert_eq!(stdout_failed(pipe).status(), Status::Success);
         let pipe = io::Error::from(io::ErrorKind::BrokenPipe);

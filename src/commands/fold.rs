@@ -68,7 +68,10 @@ use crate::store::writer::WriteStats;
 /// Each session's line is printed as soon as it is done. Ctrl-C stops taking new sessions and lets
 /// those in progress finish: what was committed stands, the totals are printed, and the status is
 /// 130. A second Ctrl-C stops at once; what the unfinished sessions wrote is unreferenced, and gc
-/// removes it.
+/// removes it. A full disk stops the run too: no session is started after a write finds no room,
+/// the first error is said (the other sessions it failed are counted), the totals are printed, and
+/// the last line says how many sessions failed for want of space and how many were not started
+/// (status 5); what was committed stands.
 ///
 /// --remove-source removes a source only after its manifest is committed and a reconstruction from
 /// the store verified, and only an archived one unless --allow-active is given too, or --older-than
@@ -152,7 +155,7 @@ struct Totals {
     needs_overwrite: u64,
     unsettled: u64,
     failed: u64,
-    /// Not started: the run was interrupted first.
+    /// Not started: the run was interrupted, or the disk was full, first.
     not_started: u64,
     /// Sources removed (or, in a dry run, to remove).
     removed: u64,
@@ -226,6 +229,8 @@ impl Command for FoldArgs {
         let mut printed = Ok(());
         let read = || progress.inc(1);
         let stop = || interrupt.requested();
+        // Sessions that failed for want of space on the store's disk.
+        let mut out_of_space = 0;
         fold_all(
             &store,
             &discovery.sessions,
@@ -242,11 +247,15 @@ impl Command for FoldArgs {
                         printed = progress.suspend(|| print_report(io.out, report, &self));
                     }
                     // Its line says so on stdout; a failure is said on stderr too, under -q as
-                    // well, where a script or a person reading errors looks.
+                    // well, where a script or a person reading errors looks (a full disk once:
+                    // the sessions it failed after the first are counted at the end).
+                    let said_full = out_of_space > 0;
+                    out_of_space += u64::from(report.out_of_space);
                     if let Some(note) = report
                         .note
                         .as_ref()
                         .filter(|_| matches!(report.status, Status::Corrupt | Status::System))
+                        .filter(|_| !(report.out_of_space && said_full))
                     {
                         progress.suspend(|| io.error(format_args!("{}: {note}", report.id)));
                     }
@@ -256,6 +265,17 @@ impl Command for FoldArgs {
         )?;
         progress.finish_and_clear();
         printed?;
+        if out_of_space > 0 {
+            // The run stopped: nothing more is written (no seed index merged, no packing).
+            totals.emit(io.out, &self)?;
+            io.error(format_args!(
+                "the store's disk is full: {} failed for want of space, {} not started; what was \
+                 folded stands (make room, then fold again)",
+                count(out_of_space, "session"),
+                count(totals.not_started, "session")
+            ));
+            return Ok(status.worst(Status::System));
+        }
         if interrupt.requested() {
             totals.emit(io.out, &self)?;
             io.warn(format_args!(

@@ -124,6 +124,9 @@ pub struct Report {
     /// How this session makes the run end (see the exit status table).
     #[serde(skip)]
     pub status: Status,
+    /// A write for it found the store's disk full: the run starts no other session.
+    #[serde(skip)]
+    pub out_of_space: bool,
 }
 
 impl Report {
@@ -141,6 +144,7 @@ impl Report {
             kept: None,
             note: None,
             status: Status::Success,
+            out_of_space: false,
         }
     }
 
@@ -149,6 +153,7 @@ impl Report {
         self.action = Action::Failed;
         self.note = Some(e.to_string());
         self.status = self.status.worst(e.status());
+        self.out_of_space |= e.is_out_of_space();
     }
 }
 

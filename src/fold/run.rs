@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -110,6 +110,11 @@ struct Run<'a> {
     catalog: Mutex<Catalog>,
     /// What the lexicons found in the texts met lately, by any worker.
     facts: FactsCache,
+    /// A write found the store's disk full: no session is started (each would fail the same way).
+    out_of_space: AtomicBool,
+    /// Why a worker's pack could not be committed, the first time one could not: the sessions that
+    /// name objects only it held cannot be committed either.
+    pack_failed: Mutex<Option<Error>>,
 }
 
 /// Fold `sessions` (see the module comment), handing each group's reports to `group` once it is
@@ -135,6 +140,8 @@ pub fn fold_all(
         waiting: Mutex::new(Vec::new()),
         catalog: Mutex::new(Catalog::load(store)?),
         facts: FactsCache::default(),
+        out_of_space: AtomicBool::new(false),
+        pack_failed: Mutex::new(None),
     };
     let (sender, reports) = crossbeam_channel::unbounded::<Result<Vec<Report>>>();
     let mut outcome = Ok(());
@@ -150,24 +157,46 @@ pub fn fold_all(
         drop(sender);
         // The workers hold the only senders left: this ends when the last one is done.
         for reports in reports {
+            if let Ok(reports) = &reports {
+                run.note_out_of_space(reports.iter());
+            }
             if outcome.is_ok() {
                 outcome = reports.and_then(&mut *group);
             }
         }
     });
     outcome?;
-    // Every pack is in place now: what waited for another worker's can be committed.
-    let waiting = std::mem::take(&mut *run.waiting.lock().expect("never poisoned"));
+    // Every pack is in place now: what waited for another worker's can be committed, but for
+    // what names an object of a pack that failed.
+    let mut waiting = std::mem::take(&mut *run.waiting.lock().expect("never poisoned"));
+    if let Some(failed) = &*run.pack_failed.lock().expect("never poisoned") {
+        for pending in &mut waiting {
+            if let Some(manifest) = &mut pending.prepared.manifest
+                && !fill_stored_bytes(store, manifest)?
+            {
+                pending.prepared.manifest = None;
+                pending.prepared.report.fail(&another_pack_failed(failed));
+            }
+        }
+    }
     if !waiting.is_empty() {
         group(run.commit(waiting, false)?)?;
     }
-    if options.apply {
+    // A full disk stopped the run: what it would save is a cache.
+    if options.apply && !run.out_of_space.load(Ordering::Relaxed) {
         run.caches.save(store)?;
     }
     Ok(())
 }
 
 impl Run<'_> {
+    /// Stop starting sessions once one of `reports` found the disk full.
+    fn note_out_of_space<'r>(&self, reports: impl IntoIterator<Item = &'r Report>) {
+        if reports.into_iter().any(|r| r.out_of_space) {
+            self.out_of_space.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// One worker: sessions one after another, committed in groups (see the module comment).
     fn work(&self, out: &crossbeam_channel::Sender<Result<Vec<Report>>>) -> Result<()> {
         let mut writer = match self.options.apply {
@@ -178,7 +207,7 @@ impl Run<'_> {
             Encoder::for_dictionary(self.options.level, self.options.dictionary.as_ref())?;
         let mut pending: Vec<Pending> = Vec::new();
         let mut since = Instant::now();
-        while !(self.progress.stop)() {
+        while !(self.progress.stop)() && !self.out_of_space.load(Ordering::Relaxed) {
             let at = self.next.fetch_add(1, Ordering::Relaxed);
             let Some(found) = self.sessions.get(at) else {
                 break;
@@ -225,6 +254,7 @@ impl Run<'_> {
                     Some(seeds) => seeds,
                     None => self.extract_seeds(found, &mut prepared, kept, full),
                 };
+                self.note_out_of_space(std::iter::once(&prepared.report));
                 pending.push(Pending {
                     prepared,
                     at,
@@ -461,11 +491,18 @@ impl Run<'_> {
             _ => Ok(()),
         });
         if let Err(e) = batches.and_then(|()| odb.commit_pack(pack)) {
-            // Nothing this pack held can be named: these folds fail, the rest of the run goes on.
+            // Nothing this pack held can be named: these folds fail, the rest of the run goes on
+            // (unless the disk is full).
+            self.out_of_space
+                .fetch_or(e.is_out_of_space(), Ordering::Relaxed);
             for p in group.iter_mut().filter(|p| p.prepared.manifest.is_some()) {
                 p.prepared.manifest = None;
                 p.prepared.report.fail(&e);
             }
+            self.pack_failed
+                .lock()
+                .expect("never poisoned")
+                .get_or_insert(e);
         }
         let mut ready = Vec::new();
         for mut pending in group {
@@ -606,6 +643,16 @@ fn new_pack(store: &Store) -> Result<PackWriter> {
     odb.pack_writer(odb.pack_options(false)?)
 }
 
+/// Why a session that names objects only a pack that `failed` held is not folded.
+fn another_pack_failed(failed: &Error) -> Error {
+    let kind = match failed.is_out_of_space() {
+        true => std::io::ErrorKind::StorageFull,
+        false => std::io::ErrorKind::Other,
+    };
+    let why = std::io::Error::new(kind, failed.to_string());
+    Error::system("the pack of some of its objects failed", why)
+}
+
 /// Packed objects' stored sizes are known once their pack is written: the manifest records them.
 /// False when an object whose size was not known is not in the store (yet); one whose size was
 /// known was found there as it was folded, and is not looked for again (the commit checks every
@@ -658,6 +705,7 @@ fn seeds_failed(report: &mut Report, e: &Error) {
     report.seeds_failed = true;
     report.note = Some(format!("folded, but its seed index failed: {e}"));
     report.status = report.status.worst(e.status());
+    report.out_of_space |= e.is_out_of_space();
 }
 
 /// After the commit: remember the stamp, index the seeds the source could not give, remove the

@@ -15,7 +15,7 @@ use super::format::{self, BlockRecord, IndexHeader, ObjectRecord};
 use super::workers::{Done, Workers};
 use super::{PackInfo, PackOptions, index_path, pack_path, writer_error};
 use crate::digest::{Digest, HashingWriter};
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::files::atomic::{Pending, sync_parent};
 
 /// Raw bytes waiting for or under compression, at most (but always room for one block).
@@ -46,8 +46,9 @@ pub struct PackWriter {
     /// caller's next object handed over (see [`take_spare`](Self::take_spare)). One at most.
     owned_spare: Option<Vec<u8>>,
     raw_bytes: u64,
-    /// Set by any error: what was added can no longer become a consistent pack.
-    failed: bool,
+    /// The first error: what was added can no longer become a consistent pack, and every later
+    /// call says why.
+    failed: Option<Stopped>,
 }
 
 impl PackWriter {
@@ -86,7 +87,7 @@ impl PackWriter {
             spare: Vec::new(),
             owned_spare: None,
             raw_bytes: 0,
-            failed: false,
+            failed: None,
         })
     }
 
@@ -168,11 +169,13 @@ impl PackWriter {
     }
 
     fn guard<T>(&mut self, work: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        if self.failed {
-            return Err(writer_error("an earlier error stopped this pack"));
+        if let Some(stopped) = &self.failed {
+            return Err(stopped.again());
         }
         let result = work(self);
-        self.failed = result.is_err();
+        if let Err(e) = &result {
+            self.failed = Some(Stopped::by(e));
+        }
         result
     }
 
@@ -326,5 +329,32 @@ impl PackWriter {
             Ok((pending, header.index_len()))
         })()
         .with_path("write", &path)
+    }
+}
+
+/// What stopped a writer: its message, said again by every later call, and whether the disk was
+/// full (which a caller tells apart, to stop rather than go on failing).
+struct Stopped {
+    message: String,
+    out_of_space: bool,
+}
+
+impl Stopped {
+    fn by(e: &Error) -> Self {
+        Self {
+            message: e.to_string(),
+            out_of_space: e.is_out_of_space(),
+        }
+    }
+
+    fn again(&self) -> Error {
+        let kind = match self.out_of_space {
+            true => std::io::ErrorKind::StorageFull,
+            false => std::io::ErrorKind::Other,
+        };
+        Error::system(
+            "write a pack",
+            std::io::Error::new(kind, self.message.clone()),
+        )
     }
 }
