@@ -28,7 +28,7 @@ use crate::store::{Store, check_session_id, generations, restore_temp};
 /// generated corpus, 256 restore 13% faster than 64), one `syncfs` of each filesystem they go to
 /// makes them durable, then they are renamed into place and each folder is fsynced once; not two
 /// fsyncs for every file. Up to twice as many temp files are open at once: a group's until it is
-/// in place, the next group's as it is written.
+/// in place, the next group's as it is written (tests lower it: `CTXFOLD_TEST_RESTORE_GROUP_FILES`).
 pub const GROUP_FILES: usize = 256;
 
 /// Where the sessions go.
@@ -77,6 +77,12 @@ pub struct Outcome {
     /// Temp files of killed restores of the same target, removed first.
     pub swept: Vec<PathBuf>,
     pub result: Result<Restored>,
+}
+
+impl Outcome {
+    fn out_of_space(&self) -> bool {
+        self.result.as_ref().is_err_and(Error::is_out_of_space)
+    }
 }
 
 /// A request resolved: its session, the bytes its manifest names and its target. The manifest is
@@ -130,8 +136,9 @@ fn target_of(manifest: &Manifest, to: &To, homes: Option<&Homes>) -> Result<Path
 
 /// Restore every request to `to`, several at once, each verified; `done` is called as each ends.
 /// Returns the outcomes in the order of `requests`. A request that fails fails alone: the others
-/// go on. Two requests for one target are one restore when they name the same bytes, and the later
-/// fails otherwise.
+/// go on, unless the disk is full: then no later group is started, and the outcomes end with the
+/// last one started. Two requests for one target are one restore when they name the same bytes,
+/// and the later fails otherwise.
 pub fn restore_all(
     store: &Store,
     requests: &[Request],
@@ -171,7 +178,9 @@ pub fn restore_all(
     // A group is put in place (its barrier waiting on the disk) while the next one is written.
     std::thread::scope(|scope| {
         let mut placing = None;
-        for group in requests.chunks(GROUP_FILES) {
+        let group_files =
+            crate::test_sizes::size("CTXFOLD_TEST_RESTORE_GROUP_FILES", GROUP_FILES as u64);
+        for group in requests.chunks(group_files as usize) {
             let plans: Vec<_> = planned.by_ref().take(group.len()).collect();
             let mut written: Vec<Written> = group
                 .par_iter()
@@ -179,8 +188,16 @@ pub fn restore_all(
                 .map(|(request, planned)| begin_one(store, request, planned, &swept, overwrite))
                 .collect();
             write_group(store, &mut written);
+            // A group placed, or this one written, found the disk full.
+            let stop = outcomes
+                .iter()
+                .chain(written.iter().map(|w| &w.outcome))
+                .any(Outcome::out_of_space);
             if let Some(placed) = placing.replace(scope.spawn(|| place(written))) {
                 outcomes.extend(joined(placed).into_iter().inspect(|_| done()));
+            }
+            if stop {
+                break;
             }
         }
         if let Some(placed) = placing {

@@ -53,6 +53,13 @@ fn a_fold_that_fills_the_disk_says_why_on_stderr_even_quiet() {
                 "{size} {quiet}: {}",
                 run.stderr
             );
+            // A session that named objects of a pack that could not be written says why, not
+            // that an object is missing (which reads as a damaged store).
+            assert!(
+                !run.stderr.contains("is missing"),
+                "{size} {quiet}: {}",
+                run.stderr
+            );
             // What was committed is whole: fsck --full finds nothing wrong.
             assert!(
                 run.stderr.contains("FSCK:0"),
@@ -109,4 +116,124 @@ fn a_clone_short_of_space_says_it_is_out_of_space() {
         run.stderr
     );
     assert!(run.stderr.contains("FSCK:0"), "{}", run.stderr);
+}
+
+/// `count` sessions of JSONL whose text does not compress much (4 MB of random letters each,
+/// about 2.5 MB stored), in `dir`, named s00.jsonl, s01.jsonl, …: a few fill a small disk.
+fn incompressible_sessions(dir: &std::path::Path, count: usize) {
+    fs::create_dir_all(dir).unwrap();
+    let mut rng = common::Rng::new(0x5eed);
+    for n in 0..count {
+        let mut text = Vec::new();
+        for line in 0..1000 {
+            text.extend_from_slice(format!("{{\"n\":{line},\"text\":\"").as_bytes());
+            for _ in 0..500 {
+                let random = rng.below(u64::MAX).to_le_bytes();
+                text.extend(random.iter().map(|b| b'a' + b % 26));
+            }
+            text.extend_from_slice(b"\"}\n");
+        }
+        fs::write(dir.join(format!("s{n:02}.jsonl")), text).unwrap();
+    }
+}
+
+/// The `ctxfold CMD: error: ` lines of `stderr`.
+fn errors<'a>(stderr: &'a str, command: &str) -> Vec<&'a str> {
+    let prefix = format!("ctxfold {command}: error: ");
+    stderr.lines().filter(|l| l.starts_with(&prefix)).collect()
+}
+
+#[test]
+fn a_fold_that_fills_the_disk_starts_no_more_sessions_and_says_so_once() {
+    let mut env = Env::new();
+    env.set("CTXFOLD_STORE", env.path("disk/store"));
+    let sources = env.path("sources");
+    incompressible_sessions(&sources, 12);
+    // Room for about two sessions of twelve: the first full write stops the run.
+    let command = format!(
+        "($BIN/ctxfold fold --apply --force {}; status=$?; \
+         ls -A {store}/tmp >&2; echo \"TMP:$(ls -A {store}/tmp | wc -l)\" >&2; exit $status)",
+        sources.display(),
+        store = env.path("disk/store").display(),
+    );
+    let Some(run) = on_a_full_disk(&env, "4m", &command) else {
+        return;
+    };
+    assert_eq!(run.code, Some(5), "{}", run.stderr);
+    let said = errors(&run.stderr, "fold");
+    assert_eq!(said.len(), 2, "{}", run.stderr);
+    assert!(said[0].ends_with("No space left on device"), "{}", said[0]);
+    assert!(
+        said[1].contains("the store's disk is full: "),
+        "{}",
+        said[1]
+    );
+    let stdout = run.stdout_text();
+    let total = (stdout.lines())
+        .find(|l| l.starts_with("total: "))
+        .unwrap_or_else(|| panic!("no totals: {stdout}"));
+    let not_started: u64 = (total
+        .split([',', ';'])
+        .map(str::trim)
+        .find_map(|part| part.strip_suffix(" not started")))
+    .and_then(|n| n.parse().ok())
+    .unwrap_or_else(|| panic!("nothing left unstarted: {total}"));
+    assert!(not_started > 0 && not_started < 12, "{total}");
+    assert!(
+        said[1].contains(&format!("{not_started} sessions not started")),
+        "{}",
+        said[1]
+    );
+    // The store is whole (fsck --full rebuilds every session committed), and no temp file of the
+    // run is left in it.
+    assert!(run.stderr.contains("FSCK:0"), "{}", run.stderr);
+    assert!(run.stderr.contains("TMP:0"), "{}", run.stderr);
+}
+
+#[test]
+fn a_restore_that_fills_the_disk_starts_no_more_sessions_and_says_so_once() {
+    let mut env = Env::new();
+    let sources = env.path("sources");
+    incompressible_sessions(&sources, 6);
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", "--force", sources.to_str().unwrap()],
+    )
+    .ok();
+    // Two sessions a group: the first group fits, the second fills the disk, the third is
+    // never started.
+    env.set("CTXFOLD_TEST_RESTORE_GROUP_FILES", "2");
+    let out = env.path("disk/out");
+    let command = format!(
+        "($BIN/ctxfold restore --all --to {out}/; status=$?; \
+         echo \"FILES:$(ls -A {out} | tr '\\n' ' ')\" >&2; \
+         cmp {out}/s00.jsonl {src}/s00.jsonl && cmp {out}/s01.jsonl {src}/s01.jsonl && echo SAME >&2; \
+         exit $status)",
+        out = out.display(),
+        src = sources.display(),
+    );
+    let Some(run) = on_a_full_disk(&env, "10m", &command) else {
+        return;
+    };
+    assert_eq!(run.code, Some(5), "{}", run.stderr);
+    let said = errors(&run.stderr, "restore");
+    assert_eq!(said.len(), 2, "{}", run.stderr);
+    assert!(said[0].ends_with("No space left on device"), "{}", said[0]);
+    assert!(
+        said[1].contains(
+            "the disk is full: 2 sessions failed for want of space, 2 sessions not started"
+        ),
+        "{}",
+        said[1]
+    );
+    // The first group is whole, in place; nothing of the second is left, not even a temp file.
+    let files = run.stderr.lines().find_map(|l| l.strip_prefix("FILES:"));
+    assert_eq!(files, Some("s00.jsonl s01.jsonl "), "{}", run.stderr);
+    assert!(run.stderr.contains("SAME"), "{}", run.stderr);
+    let stdout = run.stdout_text();
+    let restored: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        restored,
+        [out.join("s00.jsonl"), out.join("s01.jsonl")].map(|p| p.display().to_string()),
+    );
 }

@@ -57,7 +57,11 @@ use crate::store::reconstruct::{Restored, write_session};
 /// --json prints JSON Lines instead, one per SESSION, then a summary:
 /// `{"type":"session","name":NAME,"session":ID|null,"path":PATH|null,"outcome":"restored"|"in_place"|"failed","bytes":N,"error":TEXT|null}`
 /// (`name` as given on the command line; `bytes` the session's size) and
-/// `{"type":"summary","sessions":N,"restored":N,"in_place":N,"failed":N,"restored_bytes":N}`.
+/// `{"type":"summary","sessions":N,"restored":N,"in_place":N,"failed":N,"not_started":N,"restored_bytes":N}`.
+///
+/// A full disk stops the run: the first session it failed is reported as any failure, the others
+/// are counted, no later session is started, and the last line says how many (status 5); what
+/// was restored stands.
 ///
 /// Each session is written into a file with no name beside its target, named
 /// (.<name>.restore-XXXXXX.tmp) only in the instant before it is renamed over the target: a restore
@@ -121,7 +125,12 @@ struct Summary {
     restored: u64,
     in_place: u64,
     failed: u64,
+    /// Not started: the disk was full.
+    not_started: u64,
     restored_bytes: u64,
+    /// Failed for want of space on the disk.
+    #[serde(skip)]
+    out_of_space: u64,
 }
 
 impl Command for RestoreArgs {
@@ -180,6 +189,7 @@ impl Command for RestoreArgs {
         for outcome in &outcomes {
             status = status.worst(self.report(io, outcome, &mut summary)?);
         }
+        summary.not_started = (requests.len() - outcomes.len()) as u64;
         if self.json {
             emit(io.out, serde_json::to_string(&summary).expect("serializes"))?;
         } else if !one {
@@ -191,6 +201,14 @@ impl Command for RestoreArgs {
                 text.push_str(&format!(", {} failed", summary.failed));
             }
             io.note(text);
+        }
+        if summary.out_of_space > 0 {
+            io.error(format_args!(
+                "the disk is full: {} failed for want of space, {} not started; what was \
+                 restored stands (make room, then restore again)",
+                count(summary.out_of_space, "session"),
+                count(summary.not_started, "session")
+            ));
         }
         Ok(status)
     }
@@ -218,7 +236,11 @@ impl RestoreArgs {
             }
             Err(e) => {
                 summary.failed += 1;
-                io.error(format_args!("restore {}: {e}", outcome.name));
+                // A full disk is said once (the sessions it failed after the first are counted).
+                if !(e.is_out_of_space() && summary.out_of_space > 0) {
+                    io.error(format_args!("restore {}: {e}", outcome.name));
+                }
+                summary.out_of_space += u64::from(e.is_out_of_space());
                 ("failed", e.status())
             }
         };
