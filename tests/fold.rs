@@ -405,6 +405,57 @@ fn corrupt_an_object_of(env: &Env, id: &str) {
     .unwrap();
 }
 
+/// `fold --remove-source` of many sessions that share few folders, on both cores: two workers
+/// remove the last sessions of one folder at once, and each then fsyncs the folder the other may
+/// have removed, and climbs to remove it. Round after round, every source goes, with its folder
+/// (the session tree stays), not a word is said on stderr, and every session restores to its place.
+#[test]
+fn remove_source_of_sessions_sharing_folders_races_without_a_word() {
+    let env = Env::new();
+    let tree = env.home.join(".pi/agent/sessions");
+    let rounds = common::setting("CTXFOLD_TEST_RACE_ROUNDS", 12);
+    let mut written = Vec::new();
+    for round in 0..rounds {
+        for n in 0..36 {
+            let folder = n % 6;
+            let id = format!("0f1d{round:04x}-0000-4000-8000-{n:012x}");
+            let text = format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p{folder}\"}}\n\
+                 {{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"round {round}, session {n}\"}}]}}}}\n"
+            );
+            let dir = tree.join(format!("--work-p{folder}--"));
+            fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(format!("2026-11-30T10-00-00-000Z_{id}.jsonl"));
+            fs::write(&path, &text).unwrap();
+            written.push((path, text));
+        }
+        let run = env
+            .run(
+                "ctxfold",
+                ["fold", "--apply", "--remove-source", "--allow-active"],
+            )
+            .ok();
+        assert_eq!(run.stderr, "", "round {round}");
+        let stdout = run.stdout_text();
+        assert!(
+            stdout.contains("36 folded (36 new, 0 grown, 0 changed)")
+                && stdout.contains("; 36 sources removed;"),
+            "round {round}: {stdout}"
+        );
+        let left: Vec<_> = fs::read_dir(&tree).unwrap().collect();
+        assert!(left.is_empty(), "round {round}: {left:?} left");
+    }
+    env.run("ctxfold", ["restore", "--all", "-q"]).ok();
+    for (path, text) in &written {
+        assert_eq!(
+            &fs::read_to_string(path).unwrap(),
+            text,
+            "{}",
+            path.display()
+        );
+    }
+}
+
 #[test]
 fn a_source_is_never_removed_when_its_reconstruction_fails() {
     homes::each_set(a_source_is_never_removed_when_its_reconstruction_fails_in);
