@@ -545,7 +545,7 @@ fn a_gc_started_between_a_folds_writes_and_its_commit_waits_for_it_in(mut env: E
 
 /// A sync killed in its merge leaves its staging folder in `<store>/tmp/`: fsck names it, a dry
 /// gc lists it, gc removes it once past the grace period (at once with --prune=now), and a sync
-/// running holds the lock that keeps fsck from calling its folder a leftover.
+/// running holds the lock that keeps fsck and a dry gc from calling its folder a leftover.
 #[test]
 fn the_staging_folder_of_a_killed_sync_is_named_by_fsck_and_removed_by_gc() {
     let env = Env::new();
@@ -594,5 +594,24 @@ fn the_staging_folder_of_a_killed_sync_is_named_by_fsck_and_removed_by_gc() {
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockShared).unwrap();
     let text = env.run("ctxfold", ["fsck"]).ok().stdout_text();
     assert!(!text.contains("leftover"), "{text}");
+    // Nor is it what a dry gc would remove, even with no grace period; it says why.
+    let dry = env.run("ctxfold", ["gc", "--prune=now"]).ok();
+    assert!(
+        !dry.stdout_text().contains("temp folder"),
+        "{}",
+        dry.stdout_text()
+    );
+    assert!(
+        dry.stderr
+            .contains("another ctxfold holds the store (a fold or a sync running)"),
+        "{}",
+        dry.stderr
+    );
     drop(lock);
+    // Once that one is done, it is a leftover again.
+    let dry = env.run("ctxfold", ["gc", "--prune=now"]).ok().stdout_text();
+    assert!(
+        dry.contains(&format!("would remove temp folder {}", staging.display())),
+        "{dry}"
+    );
 }

@@ -46,6 +46,8 @@ use crate::store::{gc, packing};
 ///
 /// Stale temp files are the files and folders in <store>/tmp (a folder there is the staging a killed
 /// sync left) and the `.*.tmp` files under objects/ and manifests/ older than the grace period.
+/// A dry run takes no lock: while another ctxfold holds the store (a fold or a sync running), it
+/// lists no temp file or folder, since those may be what that one is writing, and says so.
 ///
 /// --prune-generations also removes every generation (manifests/generations/<id>/: the earlier
 /// versions of sessions that fold kept when it replaced them; see ctxfold fold), listing each,
@@ -130,7 +132,13 @@ impl Command for GcArgs {
         if self.apply && manifests > 0 {
             roots = gc::roots(&store, &paths)?;
         }
-        let plan = gc::plan(&store, &roots, cutoff, self.aggressive)?;
+        let mut plan = gc::plan(&store, &roots, cutoff, self.aggressive)?;
+        // Asked once the temp files are listed: a writer running now may have made them.
+        let busy = !self.apply && store.try_lock(Mode::Exclusive)?.is_none();
+        if busy {
+            plan.temps.clear();
+            plan.temp_folders.clear();
+        }
         let options = store.odb().pack_options(self.aggressive)?;
         let (verb, done) = if self.apply {
             // Generations first: a crash between the two must not leave one naming a removed object.
@@ -223,6 +231,12 @@ impl Command for GcArgs {
             repack_mirror(io, &store, self.json)?;
         }
         report(io, &plan, done.as_ref(), &say, dropping.len())?;
+        if busy {
+            io.note(
+                "another ctxfold holds the store (a fold or a sync running): its temp files are \
+                 not listed",
+            );
+        }
         if !self.apply {
             io.note("dry run: add --apply to remove and repack.");
         }
