@@ -160,6 +160,48 @@ fn a_truncated_manifest_is_refused() {
     restore_fails(&env, "invalid manifest");
 }
 
+/// Listing a store with a damaged manifest: the others are listed, the damaged one is an error
+/// on stderr (as the status, 4, says), not a warning.
+#[test]
+fn ls_and_log_list_the_others_and_name_a_damaged_manifest_as_an_error() {
+    let env = Env::new();
+    folded(&env);
+    let other = env.path("t.jsonl");
+    fs::write(&other, b"{\"t\":1}\n").unwrap();
+    env.run(
+        "ctxfold",
+        ["fold", "--apply", "--force", other.to_str().unwrap()],
+    )
+    .ok();
+    let path = env.store.join("manifests/s.json");
+    let text = fs::read(&path).unwrap();
+    fs::write(&path, &text[..text.len() / 2]).unwrap();
+    for command in ["ls", "log"] {
+        let run = env.run("ctxfold", [command]).fails(4);
+        let listed = run.stdout_text();
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.contains(" t ") || l.starts_with("t ")),
+            "{command}: {listed}"
+        );
+        assert!(
+            !listed
+                .lines()
+                .any(|l| l.contains(" s ") || l.starts_with("s ")),
+            "{command}: {listed}"
+        );
+        let said: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(said.len(), 1, "{command}: {}", run.stderr);
+        assert!(
+            said[0].starts_with(&format!("ctxfold {command}: error: "))
+                && said[0].contains("manifests/s.json: invalid manifest"),
+            "{command}: {}",
+            run.stderr
+        );
+    }
+}
+
 #[test]
 fn unsafe_session_ids_are_refused_before_anything_is_written() {
     let env = Env::new();

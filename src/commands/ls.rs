@@ -119,7 +119,7 @@ impl Command for LsArgs {
                 Ok(head) => head,
                 Err(e) => {
                     bad += 1;
-                    io.warn(e);
+                    io.error(e);
                     continue;
                 }
             };
@@ -139,7 +139,7 @@ impl Command for LsArgs {
                     Ok(at) => at.map(|at| format!("{}Z", &at.rfc3339()[..19])),
                     Err(e) => {
                         bad += 1;
-                        io.warn(format_args!("session {}: {e}", head.session.id));
+                        io.error(format_args!("session {}: {e}", head.session.id));
                         None
                     }
                 }
@@ -222,7 +222,7 @@ fn tail(text: &str) -> String {
     }
 }
 
-/// One line for a generation; returns 1 if its manifest cannot be read (warned), else 0.
+/// One line for a generation; returns 1 if its manifest cannot be read (said), else 0.
 fn list_generation(
     io: &mut Io<'_>,
     store: &Store,
@@ -233,7 +233,7 @@ fn list_generation(
     let manifest = match store.load_manifest_at(&generation.path) {
         Ok(manifest) => manifest,
         Err(e) => {
-            io.warn(e);
+            io.error(e);
             return Ok(1);
         }
     };
