@@ -78,3 +78,41 @@ fn restore_sets_the_mtime_the_source_had_when_folded() {
     assert_eq!(mtime(&grown), later);
     assert_eq!(fs::read(&grown).unwrap(), fs::read(&source).unwrap());
 }
+
+/// The plumbing way records the mtime too: `ctxfold-split --write | ctxfold-write-manifest`
+/// keeps the mtime --source had, and restore gives it back.
+#[test]
+fn write_manifest_records_the_mtime_of_its_source_for_restore() {
+    let env = Env::new();
+    let source = env.path("plumbed.jsonl");
+    fs::copy(own_fixture(own::CODEX_AGENT_SMALL), &source).unwrap();
+    let long_ago = UNIX_EPOCH + Duration::new(1_700_000_000, 42);
+    set_mtime(&source, long_ago);
+    let parts = env
+        .run("ctxfold-split", ["--write", source.to_str().unwrap()])
+        .ok()
+        .stdout;
+    let args = [
+        "--session-id",
+        "plumbed",
+        "--source",
+        source.to_str().unwrap(),
+    ];
+    env.run_with_stdin("ctxfold-write-manifest", args, &parts)
+        .ok();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(env.store.join("manifests/plumbed.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        manifest["session"]["mtime"],
+        "2023-11-14T22:13:20.000000042Z"
+    );
+    let restored = env.path("restored.jsonl");
+    env.run(
+        "ctxfold",
+        ["restore", "plumbed", "--to", restored.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(fs::read(&restored).unwrap(), fs::read(&source).unwrap());
+    assert_eq!(mtime(&restored), long_ago);
+}

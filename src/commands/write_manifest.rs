@@ -25,7 +25,7 @@ pub struct WriteManifestArgs {
     /// The session id, which names the manifest file (a plain file name)
     #[arg(long, value_name = "ID")]
     pub session_id: String,
-    /// The file the parts were cut from; its sha256 and size (decompressed, for a `.zst`) are what the parts must rebuild
+    /// The file the parts were cut from; its sha256 and size (decompressed, for a `.zst`) are what the parts must rebuild, and its mtime is recorded for restore to give back
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub source: PathBuf,
     /// The session's title
@@ -69,8 +69,11 @@ impl Command for WriteManifestArgs {
         let parts = read_parts(&mut *io.stdin, &store)?;
         // The dictionary ctxfold-split --write compressed new objects with.
         settings.dictionary = store.odb().current_dictionary()?;
+        let before = modified(&self.source)?;
         let (sha256, bytes) =
             hash_reader(crate::input::open(&self.source)?).with_path("read", &self.source)?;
+        // Recorded as fold records it (restore gives it back), when the read left it as it was.
+        let mtime = (modified(&self.source)? == before).then(|| crate::time::nanos(before));
         let manifest = Manifest {
             version: VERSION,
             kind: KIND.into(),
@@ -80,7 +83,7 @@ impl Command for WriteManifestArgs {
                 cwd: self.cwd,
                 rollout_path,
                 archived: self.archived,
-                mtime: None,
+                mtime,
             },
             source: Source { bytes, sha256 },
             settings,
@@ -94,6 +97,11 @@ impl Command for WriteManifestArgs {
         emit(io.out, store.manifest_path(&manifest.session.id).display())?;
         Ok(Status::Success)
     }
+}
+
+/// When `path` was last written.
+fn modified(path: &std::path::Path) -> Result<std::time::SystemTime> {
+    (std::fs::metadata(path).and_then(|m| m.modified())).with_path("stat", path)
 }
 
 /// Parts as JSON Lines, each checked, with `stored_bytes` taken from the store.
