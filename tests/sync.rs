@@ -1263,6 +1263,83 @@ fn a_clone_of_hundreds_of_sessions_killed_anywhere_loses_nothing_and_a_sync_fini
     }
 }
 
+/// A sync whose merge leaves enough loose manifests for the store's packing to run after it
+/// (200 of the store's own, 120 pulled), killed with -9 at moments across it (the fetch, the
+/// merge, the packing, the push): whatever it committed restores, the next sync finishes it with
+/// every session there, and gc packs what a packing killed half-way left loose.
+#[test]
+fn a_sync_killed_while_its_store_packs_the_manifests_it_merged_loses_nothing() {
+    let w = World::new();
+    let sessions = many_sessions(&w, 320);
+    let paths = |range: std::ops::Range<usize>| -> Vec<&str> {
+        sessions[range]
+            .iter()
+            .map(|p| p.to_str().unwrap())
+            .collect()
+    };
+    let remote = w.remote.to_str().unwrap();
+    let fold = |store: &Path, files: Vec<&str>| {
+        let args: Vec<&str> = ["fold", "--apply", "-q"].into_iter().chain(files).collect();
+        w.ctxfold(store, &args).ok();
+    };
+    fold(&w.a, paths(200..320));
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    w.sync(&w.a);
+    fold(&w.b, paths(0..200));
+    w.ctxfold(&w.b, &["remote", "add", "origin", remote]).ok();
+    assert_eq!(manifest_names(&w.b).len(), 200, "below the packing's count");
+    let pristine = w.env.path("B-pristine");
+    let copy = |from: &Path, to: &Path| {
+        let _ = fs::remove_dir_all(to);
+        let ok = Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    copy(&w.b, &pristine);
+    let started = std::time::Instant::now();
+    w.sync(&w.b);
+    let whole = started.elapsed();
+    assert_eq!(
+        manifest_names(&w.b),
+        ["packed.json"],
+        "the sync packed them"
+    );
+    // Across it, and more often near its end, where the packing runs.
+    for moment in [4, 8, 12, 16, 20, 24, 26, 27, 28, 29, 30, 31] {
+        copy(&pristine, &w.b);
+        let mut sync = w.env.command("ctxfold");
+        sync.args(["--store", w.b.to_str().unwrap(), "sync"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = sync.spawn().unwrap();
+        std::thread::sleep(whole * moment / 32);
+        child.kill().ok();
+        child.wait().unwrap();
+        let at = format!("killed at {moment}/32 of {whole:?}");
+        let before = (w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text())
+            .lines()
+            .count();
+        assert!(before >= 200, "{at}: {before} listed");
+        w.ctxfold(&w.b, &["fsck", "--full"]).ok();
+        w.sync(&w.b);
+        let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
+        assert_eq!(listed.lines().count(), sessions.len(), "{at}");
+        w.ctxfold(&w.b, &["fsck", "--full"]).ok();
+        // A packing killed half-way leaves fewer loose manifests than the next sync packs: gc
+        // packs them, beside those packed already.
+        w.ctxfold(&w.b, &["gc", "--apply"]).ok();
+        assert_eq!(manifest_names(&w.b), ["packed.json"], "{at}");
+        for (n, path) in sessions.iter().enumerate().step_by(53) {
+            let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
+            assert_eq!(w.restored(&w.b, &id), fs::read(path).unwrap(), "{id}, {at}");
+        }
+    }
+}
+
 #[test]
 fn every_sync_leaves_the_mirror_without_loose_objects_and_its_packs_few() {
     let w = World::new();
