@@ -405,6 +405,55 @@ fn corrupt_an_object_of(env: &Env, id: &str) {
     .unwrap();
 }
 
+/// The paths fold's stamp cache keeps (`cache/stamps.jsonl.zst`).
+fn stamped_paths(env: &Env) -> Vec<String> {
+    let compressed = fs::read(env.store.join("cache/stamps.jsonl.zst")).unwrap();
+    let text = zstd::decode_all(&compressed[..]).unwrap();
+    let mut paths: Vec<String> = (text.split(|&b| b == b'\n'))
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::from_slice::<serde_json::Value>(l).unwrap()["path"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// A session folded by a relative path is known by its absolute one: `log` and `grep` look it
+/// up by the path its manifest records, and a fold run from another folder keeps it, so that an
+/// unchanged file is not read again by either.
+#[test]
+fn the_stamp_cache_keeps_a_session_folded_by_a_relative_path_by_its_absolute_one() {
+    let env = Env::new();
+    let fixture = own_fixture(own::CODEX_AGENT_SMALL);
+    let name = fixture.file_name().unwrap().to_str().unwrap();
+    fs::copy(&fixture, env.path(name)).unwrap();
+    env.run("ctxfold", ["fold", "--apply", "-q", name]).ok();
+    let absolute = env.path(name).display().to_string();
+    assert_eq!(stamped_paths(&env), std::slice::from_ref(&absolute));
+    // Another fold, from another folder, saves the cache again: the entry stays.
+    let elsewhere = env.path("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let other = elsewhere.join("other.jsonl");
+    fs::write(&other, b"{\"n\":1}\n").unwrap();
+    let mut fold = env.command("ctxfold");
+    fold.current_dir(&elsewhere)
+        .args(["fold", "--apply", "-q", "--force", "other.jsonl"]);
+    let run = Env::output(fold, b"");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let mut both = vec![absolute, other.display().to_string()];
+    both.sort();
+    assert_eq!(stamped_paths(&env), both);
+    let listed = env.run("ctxfold", ["log"]).ok().stdout_text();
+    assert!(
+        listed.lines().filter(|l| l.contains(" folded ")).count() == 2,
+        "{listed}"
+    );
+}
+
 /// `fold --remove-source` of many sessions that share few folders, on both cores: two workers
 /// remove the last sessions of one folder at once, and each then fsyncs the folder the other may
 /// have removed, and climbs to remove it. Round after round, every source goes, with its folder

@@ -9,10 +9,14 @@
 //! (4% of the store after `gc --aggressive`), 1.7 MB for 4,914. An earlier ctxfold's plain
 //! `stamps.jsonl` is read while there is no compressed one, and removed by the next save.
 //! An entry can only say "these bytes were here at this stamp"; the manifest must agree too.
+//! Paths are kept absolute: a session folded by a relative path (`fold ./s.jsonl`, a relative
+//! `CODEX_HOME`) is looked up later from another folder, or by the absolute path its manifest
+//! records (`log`, `status`, `grep`), and must be found.
 //!
 //! The same cache, with what a file's stamp vouches for in place of its bytes, keeps the seed
 //! index files fold merged (`fold::merges`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -52,6 +56,14 @@ impl Stamps {
     }
 }
 
+/// `path` as the cache keeps it: absolute (from the current folder, without resolving links).
+fn absolute(path: &Path) -> Cow<'_, Path> {
+    match path.is_absolute() {
+        true => Cow::Borrowed(path),
+        false => std::path::absolute(path).map_or(Cow::Borrowed(path), Cow::Owned),
+    }
+}
+
 impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
     /// The cache `<store>/cache/<name>.zst`, or an earlier ctxfold's `<name>` (empty when there
     /// is neither yet).
@@ -65,7 +77,12 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
         let mut entries = HashMap::new();
         for line in text.as_deref().unwrap_or_default().split(|&b| b == b'\n') {
             if let Ok(entry) = serde_json::from_slice::<Entry<V>>(line) {
-                entries.insert(PathBuf::from(entry.path), (entry.stamp, entry.source));
+                // An earlier ctxfold kept paths as they were given: a relative one names
+                // nothing certain, and is read again.
+                let path = PathBuf::from(entry.path);
+                if path.is_absolute() {
+                    entries.insert(path, (entry.stamp, entry.source));
+                }
             }
         }
         Self {
@@ -81,21 +98,23 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
         self.entries
             .lock()
             .expect("never poisoned")
-            .get(path)
+            .get(&*absolute(path))
             .is_some_and(|(s, src)| s == stamp && src == source)
     }
 
     /// What `path` holds if it is still at `stamp`, as when it was last seen.
     pub fn at(&self, path: &Path, stamp: &Stamp) -> Option<V> {
         let entries = self.entries.lock().expect("never poisoned");
-        let (seen, source) = entries.get(path)?;
+        let (seen, source) = entries.get(&*absolute(path))?;
         (seen == stamp).then(|| source.clone())
     }
 
     /// What `path` was last recorded to hold, whatever its stamp now.
     pub fn last(&self, path: &Path) -> Option<V> {
         let entries = self.entries.lock().expect("never poisoned");
-        entries.get(path).map(|(_, source)| source.clone())
+        entries
+            .get(&*absolute(path))
+            .map(|(_, source)| source.clone())
     }
 
     /// `path` at `stamp` holds `source`'s bytes (they were just read, or just folded).
@@ -104,7 +123,7 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
             .entries
             .lock()
             .expect("never poisoned")
-            .insert(path.to_path_buf(), (*stamp, source.clone()));
+            .insert(absolute(path).into_owned(), (*stamp, source.clone()));
         if previous.is_none_or(|(s, v)| s != *stamp || v != *source) {
             *self.changed.lock().expect("never poisoned") = true;
         }
