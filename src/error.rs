@@ -339,7 +339,7 @@ fn out_of_space(e: &io::Error) -> bool {
 }
 
 /// An io error's text without the "(os error N)" noise and on one line.
-fn one_line(e: &io::Error) -> String {
+pub(crate) fn one_line(e: &io::Error) -> String {
     let text = e.to_string();
     let text = match text.find(" (os error") {
         Some(at) => text[..at].to_string(),

@@ -237,3 +237,53 @@ fn a_restore_that_fills_the_disk_starts_no_more_sessions_and_says_so_once() {
         [out.join("s00.jsonl"), out.join("s01.jsonl")].map(|p| p.display().to_string()),
     );
 }
+
+/// A remote added on a full disk: its mirror is made beside its place and renamed in, so the
+/// failure leaves no half-made repository that would refuse every later try; once there is room
+/// again it is added. What an earlier ctxfold's failed creation left (git's hooks, no object, no
+/// ref) is cleared; a folder holding anything else is left alone.
+#[test]
+fn a_remote_added_on_a_full_disk_leaves_no_half_made_mirror() {
+    let mut env = Env::new();
+    env.set("CTXFOLD_STORE", env.path("disk/store"));
+    let remote = env.path("remote.git");
+    let ok = env
+        .command_for("git")
+        .args(["init", "--quiet", "--bare", remote.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let fixture = common::own_fixture(common::own::CODEX_AGENT_SMALL);
+    let (disk, store) = (env.path("disk"), env.path("disk/store"));
+    let command = format!(
+        "$BIN/ctxfold fold --apply -q {fixture} && \
+         (dd if=/dev/zero of={disk}/filler bs=4k 2>/dev/null; true) && \
+         $BIN/ctxfold remote add origin {remote}; echo \"FULL:$?\" >&2; \
+         echo \"LEFT:$(ls -A {store} | grep -c mirror)\" >&2; \
+         rm {disk}/filler; \
+         mkdir -p {store}/mirror.git/hooks && echo x >{store}/mirror.git/hooks/docs.url && \
+         $BIN/ctxfold remote add origin {remote} && $BIN/ctxfold remote >&2; \
+         mkdir {disk}/other.git && echo mine >{disk}/other.git/notes.txt && \
+         $BIN/ctxfold remote add --git {disk}/other.git origin {remote}; \
+         echo \"OTHER:$? $(cat {disk}/other.git/notes.txt)\" >&2",
+        fixture = fixture.display(),
+        disk = disk.display(),
+        store = store.display(),
+        remote = remote.display(),
+    );
+    let Some(run) = on_a_full_disk(&env, "1m", &command) else {
+        return;
+    };
+    assert!(run.stderr.contains("FULL:5"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("No space left on device"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("LEFT:0"), "{}", run.stderr);
+    assert!(run.stderr.lines().any(|l| l == "origin"), "{}", run.stderr);
+    assert!(run.stderr.contains("OTHER:"), "{}", run.stderr);
+    assert!(!run.stderr.contains("OTHER:0"), "{}", run.stderr);
+    assert!(run.stderr.contains(" mine"), "{}", run.stderr);
+    assert!(run.stderr.contains("FSCK:0"), "{}", run.stderr);
+}

@@ -20,14 +20,13 @@ pub mod sync;
 pub mod tree;
 pub mod verify;
 
-use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::{FullName, Target};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::store::Store;
 use crate::store::lock::Mode;
 
@@ -53,20 +52,80 @@ pub(crate) trait GitContext<T> {
     fn git(self, what: impl FnOnce() -> String) -> Result<T>;
 }
 
-impl<T, E: Display> GitContext<T> for std::result::Result<T, E> {
+impl<T, E: std::error::Error> GitContext<T> for std::result::Result<T, E> {
     fn git(self, what: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| {
-            Error::system(
-                what(),
-                std::io::Error::other(e.to_string().replace('\n', " ")),
-            )
+            // gix's message names the file; the system's reason (a full disk) is a source of it.
+            let mut text = e.to_string().replace('\n', " ");
+            let mut kind = std::io::ErrorKind::Other;
+            let mut source = e.source();
+            while let Some(cause) = source {
+                if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+                    kind = io.kind();
+                    let reason = crate::error::one_line(io);
+                    if !text.contains(&reason) {
+                        text = format!("{text}: {reason}");
+                    }
+                    break;
+                }
+                source = cause.source();
+            }
+            Error::system(what(), std::io::Error::new(kind, text))
         })
     }
+}
+
+/// Whether `dir`, a folder without a HEAD, holds only what a new bare repository is made of and
+/// no object or ref in it: what a repository's creation that failed part-way leaves (its hooks,
+/// its config), nothing anyone could lose. A folder holding anything else is not ours to clear.
+fn holds_nothing(dir: &Path) -> Result<bool> {
+    const LAYOUT: [&str; 8] = [
+        "hooks",
+        "info",
+        "description",
+        "config",
+        "objects",
+        "refs",
+        "branches",
+        "logs",
+    ];
+    for entry in std::fs::read_dir(dir).with_path("list", dir)? {
+        let name = entry.with_path("list", dir)?.file_name();
+        if !LAYOUT.iter().any(|known| name == *known) {
+            return Ok(false);
+        }
+    }
+    for kept in ["objects", "refs"] {
+        let walk = ignore::WalkBuilder::new(dir.join(kept))
+            .standard_filters(false)
+            .build();
+        for entry in walk {
+            match entry {
+                Ok(entry) if entry.file_type().is_some_and(|t| !t.is_dir()) => return Ok(false),
+                Ok(_) => {}
+                Err(e)
+                    if e.io_error()
+                        .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) => {}
+                Err(e) => {
+                    return Err(Error::system(
+                        format!("list {}", dir.display()),
+                        std::io::Error::other(e.to_string()),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(true)
 }
 
 impl Mirror {
     /// Open the mirror repository at `dir`, creating it (bare, HEAD on the ctxfold branch, private)
     /// when missing. One made before mirrors were private is made private.
+    ///
+    /// A new mirror is made whole in a folder beside `dir` and renamed into place: one that could
+    /// not be finished (a full disk, a kill) is never found half-made at `dir`. What an earlier
+    /// ctxfold's failed creation left there (a folder with no HEAD, no object and no ref) is
+    /// cleared first.
     pub fn open_or_init(dir: &Path) -> Result<Self> {
         if dir.join("HEAD").is_file() {
             let mirror = Self::open(dir)?;
@@ -76,8 +135,29 @@ impl Mirror {
             private::make_private(&mirror.repo)?;
             return Self::open(dir);
         }
-        let repo =
-            gix::init_bare(dir).git(|| format!("create git repository {}", dir.display()))?;
+        if dir.is_dir() && holds_nothing(dir)? {
+            std::fs::remove_dir_all(dir).with_path("remove the unfinished mirror", dir)?;
+        }
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        crate::files::create_private_dir(parent)?;
+        let name = dir
+            .file_name()
+            .map_or("mirror".into(), |n| n.to_string_lossy());
+        let building = tempfile::Builder::new()
+            .prefix(&format!(".{name}-new-"))
+            .tempdir_in(parent)
+            .with_path("create a folder in", parent)?;
+        Self::init(building.path(), dir)?;
+        std::fs::rename(building.path(), dir).with_path("put in place the mirror", dir)?;
+        // Renamed away: nothing is left for the guard to remove.
+        let _ = building.keep();
+        crate::files::atomic::fsync_dir(parent).with_path("fsync directory", parent)?;
+        Self::open(dir)
+    }
+
+    /// Make a new mirror at `dir`, an empty folder, to be put in place at `at`.
+    fn init(dir: &Path, at: &Path) -> Result<()> {
+        let repo = gix::init_bare(dir).git(|| format!("create git repository {}", at.display()))?;
         private::make_private(&repo)?;
         // Reopened: the new setting applies to what this handle writes.
         let mirror = Self::open(dir)?;
@@ -94,8 +174,8 @@ impl Mirror {
         mirror
             .repo
             .edit_references_as(Some(head), None)
-            .git(|| format!("set HEAD in {}", dir.display()))?;
-        Ok(mirror)
+            .git(|| format!("set HEAD in {}", at.display()))?;
+        Ok(())
     }
 
     /// Open an existing mirror repository.
