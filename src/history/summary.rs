@@ -8,6 +8,7 @@
 //! and no manifest field beyond the contract's is needed.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -212,8 +213,7 @@ pub fn gather(store: Option<&Store>, homes: &Homes) -> Result<Gathered> {
                 // A session folded from outside the agents' homes (`fold PATH`) is on disk too
                 // while its file is where it was folded from. Its title is read only if the
                 // file speaks (it grew or changed), as for the sessions under the homes.
-                let elsewhere = || {
-                    let path = file_of(&head.session)?;
+                let elsewhere = |path: PathBuf| {
                     let found = discover_titled(homes, &[path], &[], Titles::Later)
                         .sessions
                         .pop()?;
@@ -221,8 +221,13 @@ pub fn gather(store: Option<&Store>, homes: &Homes) -> Result<Gathered> {
                 };
                 match on_disk.get(id.as_str()) {
                     Some(found) => summary.compare(found, &head.source, stamps),
-                    None => match elsewhere() {
-                        Some(found) => summary.compare(&found, &head.source, stamps),
+                    None => match file_of(&head.session) {
+                        // Still the bytes folded, as the stamp cache says: not even opened.
+                        Some(path) if still_folded(stamps, &path, &head.source) => {}
+                        Some(path) => match elsewhere(path) {
+                            Some(found) => summary.compare(&found, &head.source, stamps),
+                            None => summary.state = State::Stored,
+                        },
                         None => summary.state = State::Stored,
                     },
                 }
@@ -278,6 +283,12 @@ impl Summary {
         self.title = found.title(None).or(self.title.take());
         self.look_at(found);
     }
+}
+
+/// Whether the file at `path` holds `source`'s bytes still, as fold's stamp cache tells from its
+/// metadata alone.
+fn still_folded(stamps: &Stamps, path: &Path, source: &Source) -> bool {
+    Stamp::of(path).is_ok_and(|stamp| stamps.knows(path, &stamp, source))
 }
 
 /// Newest first; sessions without a date last; then by id.
