@@ -70,8 +70,8 @@ use crate::store::writer::WriteStats;
 /// 130. A second Ctrl-C stops at once; what the unfinished sessions wrote is unreferenced, and gc
 /// removes it. A full disk stops the run too: no session is started after a write finds no room,
 /// the first error is said (the other sessions it failed are counted), the totals are printed, and
-/// the last line says how many sessions failed for want of space and how many were not started
-/// (status 5); what was committed stands.
+/// a last line says how many sessions failed for want of space and how many were not started
+/// when there are more (status 5); what was committed stands.
 ///
 /// --remove-source removes a source only after its manifest is committed and a reconstruction from
 /// the store verified, and only an archived one unless --allow-active is given too, or --older-than
@@ -268,12 +268,15 @@ impl Command for FoldArgs {
         if out_of_space > 0 {
             // The run stopped: nothing more is written (no seed index merged, no packing).
             totals.emit(io.out, &self)?;
-            io.error(format_args!(
-                "the store's disk is full: {} failed for want of space, {} not started; what was \
-                 folded stands (make room, then fold again)",
-                count(out_of_space, "session"),
-                count(totals.not_started, "session")
-            ));
+            // Said when the one error said does not tell it all.
+            if out_of_space > 1 || totals.not_started > 0 {
+                io.error(format_args!(
+                    "the store's disk is full: {} failed for want of space, {} not started; what \
+                     was folded stands (make room, then fold again)",
+                    count(out_of_space, "session"),
+                    count(totals.not_started, "session")
+                ));
+            }
             return Ok(status.worst(Status::System));
         }
         if interrupt.requested() {

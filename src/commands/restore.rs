@@ -60,8 +60,8 @@ use crate::store::reconstruct::{Restored, write_session};
 /// `{"type":"summary","sessions":N,"restored":N,"in_place":N,"failed":N,"not_started":N,"restored_bytes":N}`.
 ///
 /// A full disk stops the run: the first session it failed is reported as any failure, the others
-/// are counted, no later session is started, and the last line says how many (status 5); what
-/// was restored stands.
+/// are counted, no later session is started, and a last line says how many when there are more
+/// (status 5); what was restored stands.
 ///
 /// Each session is written into a file with no name beside its target, named
 /// (.<name>.restore-XXXXXX.tmp) only in the instant before it is renamed over the target: a restore
@@ -202,7 +202,8 @@ impl Command for RestoreArgs {
             }
             io.note(text);
         }
-        if summary.out_of_space > 0 {
+        // Said when the one error said does not tell it all.
+        if summary.out_of_space > 1 || (summary.out_of_space > 0 && summary.not_started > 0) {
             io.error(format_args!(
                 "the disk is full: {} failed for want of space, {} not started; what was \
                  restored stands (make room, then restore again)",
