@@ -268,3 +268,44 @@ fn a_mirror_made_before_is_made_private() {
     mirror(&env);
     assert_eq!(not_private(&repo), Vec::<String>::new());
 }
+
+/// Several ctxfolds that each need the mirror of a store that has none yet at once (scripts run
+/// in parallel): each makes one beside its place, the first put in place is the one
+/// every one of them uses, and none of theirs is left behind.
+#[test]
+fn mirrors_made_at_once_by_several_ctxfolds_end_as_one() {
+    for round in 0..5 {
+        let env = Env::new();
+        let session = env.path("s.jsonl");
+        fs::write(&session, b"{\"n\":1}\n").unwrap();
+        fold(&env, "s", &session);
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                env.command("ctxfold-mirror")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let mut names: Vec<String> = fs::read_dir(&env.store)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("mirror"))
+            .collect();
+        names.sort();
+        assert_eq!(names, ["mirror.git"], "round {round}");
+        let mirror = env.store.join("mirror.git");
+        let head = git(&env, &mirror, &["symbolic-ref", "HEAD"]);
+        assert_eq!(head.trim(), "refs/heads/ctxfold", "round {round}");
+        assert!(not_private(&mirror).is_empty(), "round {round}");
+    }
+}

@@ -123,9 +123,9 @@ impl Mirror {
     /// when missing. One made before mirrors were private is made private.
     ///
     /// A new mirror is made whole in a folder beside `dir` and renamed into place: one that could
-    /// not be finished (a full disk, a kill) is never found half-made at `dir`. What an earlier
-    /// ctxfold's failed creation left there (a folder with no HEAD, no object and no ref) is
-    /// cleared first.
+    /// not be finished (a full disk, a kill) is never found half-made at `dir`, and of two made at
+    /// once the first in place is the one both use. What an earlier ctxfold's failed creation left
+    /// there (a folder with no HEAD, no object and no ref) is cleared first.
     pub fn open_or_init(dir: &Path) -> Result<Self> {
         if dir.join("HEAD").is_file() {
             let mirror = Self::open(dir)?;
@@ -136,7 +136,11 @@ impl Mirror {
             return Self::open(dir);
         }
         if dir.is_dir() && holds_nothing(dir)? {
-            std::fs::remove_dir_all(dir).with_path("remove the unfinished mirror", dir)?;
+            match std::fs::remove_dir_all(dir) {
+                // Another ctxfold cleared it first.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                cleared => cleared.with_path("remove the unfinished mirror", dir)?,
+            }
         }
         let parent = dir.parent().unwrap_or(Path::new("."));
         crate::files::create_private_dir(parent)?;
@@ -148,10 +152,16 @@ impl Mirror {
             .tempdir_in(parent)
             .with_path("create a folder in", parent)?;
         Self::init(building.path(), dir)?;
-        std::fs::rename(building.path(), dir).with_path("put in place the mirror", dir)?;
-        // Renamed away: nothing is left for the guard to remove.
-        let _ = building.keep();
-        crate::files::atomic::fsync_dir(parent).with_path("fsync directory", parent)?;
+        match std::fs::rename(building.path(), dir) {
+            Ok(()) => {
+                // Renamed away: nothing is left for the guard to remove.
+                let _ = building.keep();
+                crate::files::atomic::fsync_dir(parent).with_path("fsync directory", parent)?;
+            }
+            // Another ctxfold put its own in place meanwhile: that one is opened, ours removed.
+            Err(_) if dir.join("HEAD").is_file() => {}
+            Err(e) => return Err(e).with_path("put in place the mirror", dir),
+        }
         Self::open(dir)
     }
 
