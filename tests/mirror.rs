@@ -309,3 +309,30 @@ fn mirrors_made_at_once_by_several_ctxfolds_end_as_one() {
         assert!(not_private(&mirror).is_empty(), "round {round}");
     }
 }
+
+/// A creation of the mirror killed part-way leaves its folder beside the mirror's place (never at
+/// it); the next creation removes those begun an hour ago or more, and leaves a younger one (it
+/// may be another ctxfold's, still at work).
+#[test]
+fn folders_that_killed_creations_of_the_mirror_left_are_removed_once_old() {
+    let env = Env::new();
+    let session = env.path("s.jsonl");
+    fs::write(&session, b"{\"n\":1}\n").unwrap();
+    fold(&env, "s", &session);
+    let (old, young) = (
+        env.store.join(".mirror.git-new-AbCdEf"),
+        env.store.join(".mirror.git-new-GhIjKl"),
+    );
+    for dir in [&old, &young] {
+        fs::create_dir_all(dir.join("hooks")).unwrap();
+        fs::write(dir.join("hooks/docs.url"), b"x").unwrap();
+    }
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    fs::File::open(&old)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+    mirror(&env);
+    assert!(!old.exists() && young.exists());
+    assert!(env.store.join("mirror.git/HEAD").is_file());
+}

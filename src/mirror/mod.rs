@@ -75,6 +75,27 @@ impl<T, E: std::error::Error> GitContext<T> for std::result::Result<T, E> {
     }
 }
 
+/// A mirror being made is put in place within moments: one begun this long ago was abandoned.
+const ABANDONED: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Remove the folders in `parent` named `prefix…` that killed creations of a mirror left (begun
+/// [`ABANDONED`] ago or more). Tidying only: one that will not go stays, without a word.
+fn remove_abandoned(parent: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = (entry.metadata().ok())
+            .filter(|m| m.is_dir())
+            .and_then(|m| m.modified().ok())
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age >= ABANDONED);
+        if old && entry.file_name().to_string_lossy().starts_with(prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// Whether `dir`, a folder without a HEAD, holds only what a new bare repository is made of and
 /// no object or ref in it: what a repository's creation that failed part-way leaves (its hooks,
 /// its config), nothing anyone could lose. A folder holding anything else is not ours to clear.
@@ -125,7 +146,8 @@ impl Mirror {
     /// A new mirror is made whole in a folder beside `dir` and renamed into place: one that could
     /// not be finished (a full disk, a kill) is never found half-made at `dir`, and of two made at
     /// once the first in place is the one both use. What an earlier ctxfold's failed creation left
-    /// there (a folder with no HEAD, no object and no ref) is cleared first.
+    /// there (a folder with no HEAD, no object and no ref) is cleared first, and so are the folders
+    /// beside it that killed creations left.
     pub fn open_or_init(dir: &Path) -> Result<Self> {
         if dir.join("HEAD").is_file() {
             let mirror = Self::open(dir)?;
@@ -147,8 +169,10 @@ impl Mirror {
         let name = dir
             .file_name()
             .map_or("mirror".into(), |n| n.to_string_lossy());
+        let prefix = format!(".{name}-new-");
+        remove_abandoned(parent, &prefix);
         let building = tempfile::Builder::new()
-            .prefix(&format!(".{name}-new-"))
+            .prefix(&prefix)
             .tempdir_in(parent)
             .with_path("create a folder in", parent)?;
         Self::init(building.path(), dir)?;
