@@ -133,8 +133,9 @@ impl Command for GcArgs {
             roots = gc::roots(&store, &paths)?;
         }
         let mut plan = gc::plan(&store, &roots, cutoff, self.aggressive)?;
-        // Asked once the temp files are listed: a writer running now may have made them.
-        let busy = !self.apply && store.try_lock(Mode::Exclusive)?.is_none();
+        // Asked once the temp files are listed: a writer running now may have made them. (A
+        // store whose lock cannot be taken at all, one this user may only read, is listed.)
+        let busy = !self.apply && matches!(store.try_lock(Mode::Exclusive), Ok(None));
         if busy {
             plan.temps.clear();
             plan.temp_folders.clear();

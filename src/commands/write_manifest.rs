@@ -69,11 +69,13 @@ impl Command for WriteManifestArgs {
         let parts = read_parts(&mut *io.stdin, &store)?;
         // The dictionary ctxfold-split --write compressed new objects with.
         settings.dictionary = store.odb().current_dictionary()?;
-        let before = modified(&self.source)?;
+        let before = modified(&self.source);
         let (sha256, bytes) =
             hash_reader(crate::input::open(&self.source)?).with_path("read", &self.source)?;
         // Recorded as fold records it (restore gives it back), when the read left it as it was.
-        let mtime = (modified(&self.source)? == before).then(|| crate::time::nanos(before));
+        let mtime = before
+            .filter(|&before| modified(&self.source) == Some(before))
+            .map(crate::time::nanos);
         let manifest = Manifest {
             version: VERSION,
             kind: KIND.into(),
@@ -99,9 +101,9 @@ impl Command for WriteManifestArgs {
     }
 }
 
-/// When `path` was last written.
-fn modified(path: &std::path::Path) -> Result<std::time::SystemTime> {
-    (std::fs::metadata(path).and_then(|m| m.modified())).with_path("stat", path)
+/// When `path` was last written, if that can be told (opening it says why not).
+fn modified(path: &std::path::Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// Parts as JSON Lines, each checked, with `stored_bytes` taken from the store.
