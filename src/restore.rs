@@ -88,6 +88,7 @@ impl Outcome {
 /// A request resolved: its session, the bytes its manifest names and its target. The manifest is
 /// read again when the request's group is written, not held meanwhile: every manifest asked for at
 /// once would take memory that grows with the store.
+#[derive(Clone)]
 struct Planned {
     session: String,
     source: Source,
@@ -182,12 +183,18 @@ pub fn restore_all(
             crate::test_sizes::size("CTXFOLD_TEST_RESTORE_GROUP_FILES", GROUP_FILES as u64);
         for group in requests.chunks(group_files as usize) {
             let plans: Vec<_> = planned.by_ref().take(group.len()).collect();
+            let again: Vec<Option<Planned>> = (plans.iter())
+                .map(|p| p.as_ref()?.as_ref().ok().cloned())
+                .collect();
             let mut written: Vec<Written> = group
                 .par_iter()
                 .zip(plans)
                 .map(|(request, planned)| begin_one(store, request, planned, &swept, overwrite))
                 .collect();
             write_group(store, &mut written);
+            if written.len() > 1 && written.iter().any(|w| w.outcome.out_of_space()) {
+                one_by_one(store, group, again, &mut written, &swept, overwrite);
+            }
             // A group placed, or this one written, found the disk full.
             let stop = outcomes
                 .iter()
@@ -205,6 +212,37 @@ pub fn restore_all(
         }
     });
     Ok(outcomes)
+}
+
+/// A disk that fills while a group is written fails every session of it still being written
+/// (they are written together, block by block): those are written again one at a time, in order,
+/// as many as there is room for, until one finds the disk full again.
+fn one_by_one(
+    store: &Store,
+    group: &[Request],
+    again: Vec<Option<Planned>>,
+    written: &mut [Written],
+    swept: &HashMap<PathBuf, Vec<PathBuf>>,
+    overwrite: bool,
+) {
+    for ((w, request), planned) in written.iter_mut().zip(group).zip(again) {
+        let Some(planned) = planned.filter(|_| w.outcome.out_of_space()) else {
+            continue;
+        };
+        let mut one = [begin_one(
+            store,
+            request,
+            Some(Ok(planned)),
+            swept,
+            overwrite,
+        )];
+        write_group(store, &mut one);
+        let [one] = one;
+        if one.outcome.out_of_space() {
+            return;
+        }
+        *w = one;
+    }
 }
 
 fn joined(placing: std::thread::ScopedJoinHandle<'_, Vec<Outcome>>) -> Vec<Outcome> {

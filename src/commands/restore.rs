@@ -59,9 +59,10 @@ use crate::store::reconstruct::{Restored, write_session};
 /// (`name` as given on the command line; `bytes` the session's size) and
 /// `{"type":"summary","sessions":N,"restored":N,"in_place":N,"failed":N,"not_started":N,"restored_bytes":N}`.
 ///
-/// A full disk stops the run: the first session it failed is reported as any failure, the others
-/// are counted, no later session is started, and a last line says how many when there are more
-/// (status 5); what was restored stands.
+/// A full disk stops the run: the sessions being written when it filled are written again one at
+/// a time, as many as there is room for; the first session it failed is reported as any failure,
+/// the others are counted, no later session is started, and a last line says how many when there
+/// are more (status 5); what was restored stands.
 ///
 /// Each session is written into a file with no name beside its target, named
 /// (.<name>.restore-XXXXXX.tmp) only in the instant before it is renamed over the target: a restore
