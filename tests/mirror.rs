@@ -311,8 +311,8 @@ fn mirrors_made_at_once_by_several_ctxfolds_end_as_one() {
 }
 
 /// A creation of the mirror killed part-way leaves its folder beside the mirror's place (never at
-/// it); the next creation removes those begun an hour ago or more, and leaves a younger one (it
-/// may be another ctxfold's, still at work).
+/// it); the next open of the mirror (creating it, or not) removes those begun a minute ago or
+/// more, and leaves a younger one (it may be another ctxfold's, still at work).
 #[test]
 fn folders_that_killed_creations_of_the_mirror_left_are_removed_once_old() {
     let env = Env::new();
@@ -335,4 +335,11 @@ fn folders_that_killed_creations_of_the_mirror_left_are_removed_once_old() {
     mirror(&env);
     assert!(!old.exists() && young.exists());
     assert!(env.store.join("mirror.git/HEAD").is_file());
+    // Once the mirror is there, the next open removes the one left young before.
+    fs::File::open(&young)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+    mirror(&env);
+    assert!(!young.exists());
 }

@@ -75,8 +75,9 @@ impl<T, E: std::error::Error> GitContext<T> for std::result::Result<T, E> {
     }
 }
 
-/// A mirror being made is put in place within moments: one begun this long ago was abandoned.
-const ABANDONED: std::time::Duration = std::time::Duration::from_secs(3600);
+/// A mirror being made is put in place within moments (a git init's few files): one begun this
+/// long ago was abandoned.
+const ABANDONED: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Remove the folders in `parent` named `prefix…` that killed creations of a mirror left (begun
 /// [`ABANDONED`] ago or more). Tidying only: one that will not go stays, without a word.
@@ -146,9 +147,15 @@ impl Mirror {
     /// A new mirror is made whole in a folder beside `dir` and renamed into place: one that could
     /// not be finished (a full disk, a kill) is never found half-made at `dir`, and of two made at
     /// once the first in place is the one both use. What an earlier ctxfold's failed creation left
-    /// there (a folder with no HEAD, no object and no ref) is cleared first, and so are the folders
-    /// beside it that killed creations left.
+    /// there (a folder with no HEAD, no object and no ref) is cleared first; the folders beside it
+    /// that killed creations left are removed by the next open once a minute old.
     pub fn open_or_init(dir: &Path) -> Result<Self> {
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        let name = dir
+            .file_name()
+            .map_or("mirror".into(), |n| n.to_string_lossy());
+        let prefix = format!(".{name}-new-");
+        remove_abandoned(parent, &prefix);
         if dir.join("HEAD").is_file() {
             let mirror = Self::open(dir)?;
             if private::is_private(&mirror.repo) {
@@ -164,13 +171,7 @@ impl Mirror {
                 cleared => cleared.with_path("remove the unfinished mirror", dir)?,
             }
         }
-        let parent = dir.parent().unwrap_or(Path::new("."));
         crate::files::create_private_dir(parent)?;
-        let name = dir
-            .file_name()
-            .map_or("mirror".into(), |n| n.to_string_lossy());
-        let prefix = format!(".{name}-new-");
-        remove_abandoned(parent, &prefix);
         let building = tempfile::Builder::new()
             .prefix(&prefix)
             .tempdir_in(parent)
