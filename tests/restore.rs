@@ -513,6 +513,7 @@ fn several_sessions_and_all_restore_together_each_reported() {
     assert_eq!(summary["sessions"], homes.sessions.len());
     assert_eq!(summary["in_place"], homes.sessions.len());
     assert_eq!(summary["restored"], 0);
+    assert_eq!(summary["not_started"], 0);
 
     // Several named, one of them not folded and one ambiguous: the rest restore, each failure is
     // reported on its own, and the status is the worst.
