@@ -327,6 +327,32 @@ impl std::error::Error for Error {
     }
 }
 
+/// An error kept to be said again: by every later call of a writer it stopped, by what it left
+/// undone. Its message, and whether it was a full disk (which callers tell apart, to stop rather
+/// than go on failing).
+pub struct Remembered {
+    message: String,
+    out_of_space: bool,
+}
+
+impl Remembered {
+    pub fn of(e: &Error) -> Self {
+        Self {
+            message: e.to_string(),
+            out_of_space: e.is_out_of_space(),
+        }
+    }
+
+    /// It, as the reason `op` failed.
+    pub fn again(&self, op: &str) -> Error {
+        let kind = match self.out_of_space {
+            true => io::ErrorKind::StorageFull,
+            false => io::ErrorKind::Other,
+        };
+        Error::system(op, io::Error::new(kind, self.message.clone()))
+    }
+}
+
 /// Whether `e` (or our error it carries) says the disk or the quota is full.
 fn out_of_space(e: &io::Error) -> bool {
     match e.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
@@ -408,6 +434,15 @@ mod tests {
         let denied = io::Error::from(io::ErrorKind::PermissionDenied);
         assert!(!Error::io("write", Path::new("/x"), denied).is_out_of_space());
         assert!(!Error::corrupt("x").is_out_of_space());
+        let full = Error::io("write", Path::new("/x"), io::Error::from_raw_os_error(28));
+        let again = Remembered::of(&full).again("write a pack");
+        assert!(again.is_out_of_space() && again.status() == Status::System);
+        assert_eq!(again.to_string(), format!("write a pack: {full}"));
+        assert!(
+            !Remembered::of(&Error::corrupt("x"))
+                .again("y")
+                .is_out_of_space()
+        );
         let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
         assert_eq!(stdout_failed(pipe).status(), Status::Success);
         let pipe = io::Error::from(io::ErrorKind::BrokenPipe);

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::{Action, Caches, Options, Prepared, Removal, Report, Sink, prepare};
 use crate::digest::Digest;
-use crate::error::{Cause, Error, IoContext, Result};
+use crate::error::{Cause, Error, IoContext, Remembered, Result};
 use crate::ledger::{AlongsideFile, FoldedFile, Kept};
 use crate::odb::Encoder;
 use crate::odb::pack::{FEW_BLOCKS_BYTES, PackWriter};
@@ -114,7 +114,7 @@ struct Run<'a> {
     out_of_space: AtomicBool,
     /// Why a worker's pack could not be committed, the first time one could not: the sessions that
     /// name objects only it held cannot be committed either.
-    pack_failed: Mutex<Option<Error>>,
+    pack_failed: Mutex<Option<Remembered>>,
 }
 
 /// Fold `sessions` (see the module comment), handing each group's reports to `group` once it is
@@ -175,7 +175,8 @@ pub fn fold_all(
                 && !fill_stored_bytes(store, manifest)?
             {
                 pending.prepared.manifest = None;
-                pending.prepared.report.fail(&another_pack_failed(failed));
+                let why = failed.again("the pack of some of its objects failed");
+                pending.prepared.report.fail(&why);
             }
         }
     }
@@ -502,7 +503,7 @@ impl Run<'_> {
             self.pack_failed
                 .lock()
                 .expect("never poisoned")
-                .get_or_insert(e);
+                .get_or_insert_with(|| Remembered::of(&e));
         }
         let mut ready = Vec::new();
         for mut pending in group {
@@ -641,16 +642,6 @@ fn writer_of<'p>(store: &Store, pack: &'p mut Option<PackWriter>) -> Result<&'p 
 fn new_pack(store: &Store) -> Result<PackWriter> {
     let odb = store.odb();
     odb.pack_writer(odb.pack_options(false)?)
-}
-
-/// Why a session that names objects only a pack that `failed` held is not folded.
-fn another_pack_failed(failed: &Error) -> Error {
-    let kind = match failed.is_out_of_space() {
-        true => std::io::ErrorKind::StorageFull,
-        false => std::io::ErrorKind::Other,
-    };
-    let why = std::io::Error::new(kind, failed.to_string());
-    Error::system("the pack of some of its objects failed", why)
 }
 
 /// Packed objects' stored sizes are known once their pack is written: the manifest records them.

@@ -15,7 +15,7 @@ use super::format::{self, BlockRecord, IndexHeader, ObjectRecord};
 use super::workers::{Done, Workers};
 use super::{PackInfo, PackOptions, index_path, pack_path, writer_error};
 use crate::digest::{Digest, HashingWriter};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Remembered, Result};
 use crate::files::atomic::{Pending, sync_parent};
 
 /// Raw bytes waiting for or under compression, at most (but always room for one block).
@@ -48,7 +48,7 @@ pub struct PackWriter {
     raw_bytes: u64,
     /// The first error: what was added can no longer become a consistent pack, and every later
     /// call says why.
-    failed: Option<Stopped>,
+    failed: Option<Remembered>,
 }
 
 impl PackWriter {
@@ -169,12 +169,12 @@ impl PackWriter {
     }
 
     fn guard<T>(&mut self, work: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        if let Some(stopped) = &self.failed {
-            return Err(stopped.again());
+        if let Some(first) = &self.failed {
+            return Err(first.again("write a pack"));
         }
         let result = work(self);
         if let Err(e) = &result {
-            self.failed = Some(Stopped::by(e));
+            self.failed = Some(Remembered::of(e));
         }
         result
     }
@@ -329,32 +329,5 @@ impl PackWriter {
             Ok((pending, header.index_len()))
         })()
         .with_path("write", &path)
-    }
-}
-
-/// What stopped a writer: its message, said again by every later call, and whether the disk was
-/// full (which a caller tells apart, to stop rather than go on failing).
-struct Stopped {
-    message: String,
-    out_of_space: bool,
-}
-
-impl Stopped {
-    fn by(e: &Error) -> Self {
-        Self {
-            message: e.to_string(),
-            out_of_space: e.is_out_of_space(),
-        }
-    }
-
-    fn again(&self) -> Error {
-        let kind = match self.out_of_space {
-            true => std::io::ErrorKind::StorageFull,
-            false => std::io::ErrorKind::Other,
-        };
-        Error::system(
-            "write a pack",
-            std::io::Error::new(kind, self.message.clone()),
-        )
     }
 }
