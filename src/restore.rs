@@ -179,6 +179,8 @@ pub fn restore_all(
     // A group is put in place (its barrier waiting on the disk) while the next one is written.
     std::thread::scope(|scope| {
         let mut placing = None;
+        // A group placed, or the one written last, found the disk full.
+        let mut full = false;
         let group_files =
             crate::test_sizes::size("CTXFOLD_TEST_RESTORE_GROUP_FILES", GROUP_FILES as u64);
         for group in requests.chunks(group_files as usize) {
@@ -195,15 +197,13 @@ pub fn restore_all(
             if written.len() > 1 && written.iter().any(|w| w.outcome.out_of_space()) {
                 one_by_one(store, group, again, &mut written, &swept, overwrite);
             }
-            // A group placed, or this one written, found the disk full.
-            let stop = outcomes
-                .iter()
-                .chain(written.iter().map(|w| &w.outcome))
-                .any(Outcome::out_of_space);
+            full |= written.iter().any(|w| w.outcome.out_of_space());
             if let Some(placed) = placing.replace(scope.spawn(|| place(written))) {
-                outcomes.extend(joined(placed).into_iter().inspect(|_| done()));
+                let placed = joined(placed);
+                full |= placed.iter().any(Outcome::out_of_space);
+                outcomes.extend(placed.into_iter().inspect(|_| done()));
             }
-            if stop {
+            if full {
                 break;
             }
         }
