@@ -137,10 +137,17 @@ fn incompressible_sessions(dir: &std::path::Path, count: usize) {
     }
 }
 
-/// The `ctxfold CMD: error: ` lines of `stderr`.
-fn errors<'a>(stderr: &'a str, command: &str) -> Vec<&'a str> {
+/// What `ctxfold CMD` that ran out of space said: status 5, two error lines, the first the
+/// full disk's own; the second (its count of what failed and what was not started) is returned.
+fn said_full_once<'a>(run: &'a common::Run, command: &str) -> &'a str {
+    assert_eq!(run.code, Some(5), "{}", run.stderr);
     let prefix = format!("ctxfold {command}: error: ");
-    stderr.lines().filter(|l| l.starts_with(&prefix)).collect()
+    let said: Vec<&str> = (run.stderr.lines())
+        .filter(|l| l.starts_with(&prefix))
+        .collect();
+    assert_eq!(said.len(), 2, "{}", run.stderr);
+    assert!(said[0].ends_with("No space left on device"), "{}", said[0]);
+    said[1]
 }
 
 #[test]
@@ -159,15 +166,8 @@ fn a_fold_that_fills_the_disk_starts_no_more_sessions_and_says_so_once() {
     let Some(run) = on_a_full_disk(&env, "4m", &command) else {
         return;
     };
-    assert_eq!(run.code, Some(5), "{}", run.stderr);
-    let said = errors(&run.stderr, "fold");
-    assert_eq!(said.len(), 2, "{}", run.stderr);
-    assert!(said[0].ends_with("No space left on device"), "{}", said[0]);
-    assert!(
-        said[1].contains("the store's disk is full: "),
-        "{}",
-        said[1]
-    );
+    let last = said_full_once(&run, "fold");
+    assert!(last.contains("the store's disk is full: "), "{last}");
     let stdout = run.stdout_text();
     let total = (stdout.lines())
         .find(|l| l.starts_with("total: "))
@@ -180,9 +180,9 @@ fn a_fold_that_fills_the_disk_starts_no_more_sessions_and_says_so_once() {
     .unwrap_or_else(|| panic!("nothing left unstarted: {total}"));
     assert!(not_started > 0 && not_started < 12, "{total}");
     assert!(
-        said[1].contains(&format!("{not_started} sessions not started")),
+        last.contains(&format!("{not_started} sessions not started")),
         "{}",
-        said[1]
+        last
     );
     // The store is whole (fsck --full rebuilds every session committed), and no temp file of the
     // run is left in it.
@@ -216,16 +216,12 @@ fn a_restore_that_fills_the_disk_starts_no_more_sessions_and_says_so_once() {
     let Some(run) = on_a_full_disk(&env, "10m", &command) else {
         return;
     };
-    assert_eq!(run.code, Some(5), "{}", run.stderr);
-    let said = errors(&run.stderr, "restore");
-    assert_eq!(said.len(), 2, "{}", run.stderr);
-    assert!(said[0].ends_with("No space left on device"), "{}", said[0]);
+    let last = said_full_once(&run, "restore");
     assert!(
-        said[1].contains(
+        last.contains(
             "the disk is full: 4 sessions failed for want of space, 2 sessions not started"
         ),
-        "{}",
-        said[1]
+        "{last}"
     );
     // Two are whole, in place (which two depends on which the group's write finished first);
     // nothing else is left, not even a temp file.

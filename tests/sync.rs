@@ -1057,13 +1057,31 @@ fn a_lock_file_a_killed_git_left_in_the_mirror_does_not_fail_the_next_sync() {
     );
 }
 
+/// The id of session `n` of [`many_sessions`].
+fn many_id(n: usize) -> String {
+    format!("0f1d{n:04x}-0000-4000-8000-{n:012x}")
+}
+
+/// Every `step`-th of `sessions` ([`many_sessions`]) restores from `store` byte for byte (`at`
+/// says when, in a failure).
+fn restores_every(w: &World, store: &Path, sessions: &[PathBuf], step: usize, at: &str) {
+    for (n, path) in sessions.iter().enumerate().step_by(step) {
+        let id = many_id(n);
+        assert_eq!(
+            w.restored(store, &id),
+            fs::read(path).unwrap(),
+            "{id}, {at}"
+        );
+    }
+}
+
 /// `count` small Pi sessions in the folder `many`, each its own id, in the order of their names.
 fn many_sessions(w: &World, count: usize) -> Vec<PathBuf> {
     let dir = w.env.path("many");
     fs::create_dir(&dir).unwrap();
     (0..count)
         .map(|n| {
-            let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
+            let id = many_id(n);
             let header = format!(
                 "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n"
             );
@@ -1173,10 +1191,7 @@ fn a_clone_of_hundreds_of_sessions_commits_them_packed_and_lists_seeds_as_the_re
     let clone = clone.ok().stdout_text();
     assert!(clone.contains("300 sessions added"), "{clone}");
     assert_eq!(manifest_names(&w.b), ["packed.json"]);
-    for (n, path) in sessions.iter().enumerate().step_by(29) {
-        let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
-        assert_eq!(w.restored(&w.b, &id), fs::read(path).unwrap(), "{id}");
-    }
+    restores_every(&w, &w.b, &sessions, 29, "after the clone");
     let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
     assert_eq!(listed.lines().count(), sessions.len());
     w.ctxfold(&w.b, &["fsck", "--full"]).ok();
@@ -1256,10 +1271,7 @@ fn a_clone_of_hundreds_of_sessions_killed_anywhere_loses_nothing_and_a_sync_fini
         assert_eq!(listed.lines().count(), sessions.len(), "{at}");
         w.ctxfold(&w.b, &["fsck", "--full"]).ok();
         assert_eq!(catalog(&w.b), catalog(&w.a), "{at}");
-        for (n, path) in sessions.iter().enumerate().step_by(97) {
-            let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
-            assert_eq!(w.restored(&w.b, &id), fs::read(path).unwrap(), "{id}, {at}");
-        }
+        restores_every(&w, &w.b, &sessions, 97, &at);
     }
 }
 
@@ -1333,10 +1345,7 @@ fn a_sync_killed_while_its_store_packs_the_manifests_it_merged_loses_nothing() {
         // packs them, beside those packed already.
         w.ctxfold(&w.b, &["gc", "--apply"]).ok();
         assert_eq!(manifest_names(&w.b), ["packed.json"], "{at}");
-        for (n, path) in sessions.iter().enumerate().step_by(53) {
-            let id = format!("0f1d{n:04x}-0000-4000-8000-{n:012x}");
-            assert_eq!(w.restored(&w.b, &id), fs::read(path).unwrap(), "{id}, {at}");
-        }
+        restores_every(&w, &w.b, &sessions, 53, &at);
     }
 }
 
