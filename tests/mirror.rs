@@ -343,3 +343,46 @@ fn folders_that_killed_creations_of_the_mirror_left_are_removed_once_old() {
     mirror(&env);
     assert!(!young.exists());
 }
+
+/// A creation of the mirror killed with -9 at any moment (making it, committing the store into
+/// it): the next run makes or opens it and commits, a run after that has nothing to commit, and
+/// git finds the mirror whole; what the killed run left beside it is never where the mirror goes.
+#[test]
+fn a_mirror_whose_creation_is_killed_anywhere_is_made_by_the_next_run() {
+    let seed = common::seed("CTXFOLD_TEST_SEED");
+    let mut rng = common::Rng::new(seed);
+    for round in 0..common::setting("CTXFOLD_TEST_ROUNDS", 12) {
+        let env = Env::new();
+        let session = env.path("s.jsonl");
+        fs::write(&session, b"{\"n\":1}\n").unwrap();
+        fold(&env, "s", &session);
+        let mut child = env
+            .command("ctxfold-mirror")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let after = std::time::Duration::from_micros(rng.below(30_000));
+        std::thread::sleep(after);
+        child.kill().ok();
+        child.wait().unwrap();
+        let at = format!("round {round}, killed after {after:?} (seed {seed})");
+        let first = mirror(&env);
+        let again = mirror(&env);
+        let mirror_dir = env.store.join("mirror.git");
+        assert!(mirror_dir.join("HEAD").is_file(), "{at}");
+        git(&env, &mirror_dir, &["fsck", "--no-progress"]);
+        let head = git(&env, &mirror_dir, &["rev-parse", "refs/heads/ctxfold"]);
+        assert_eq!(
+            (first.as_str(), again.as_str()),
+            (head.as_str(), head.as_str()),
+            "{at}"
+        );
+        let log = git(
+            &env,
+            &mirror_dir,
+            &["log", "--format=%H", "refs/heads/ctxfold"],
+        );
+        assert_eq!(log.lines().count(), 1, "{at}: one commit, the store's");
+    }
+}
