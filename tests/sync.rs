@@ -2007,3 +2007,45 @@ fn a_sync_fetching_back_dozens_of_dropped_blobs_reads_them_all() {
         assert_eq!(shown.stdout, fs::read(path).unwrap());
     }
 }
+
+/// A store and a remote named by relative paths sync, and clone, as ones named absolutely: the
+/// mirror's partial repack names a folder of its own to git, which reads such names from the
+/// mirror's objects folder, and git reads a remote's path from wherever it runs later.
+#[test]
+fn a_store_and_a_remote_named_by_relative_paths_sync_and_clone() {
+    let w = World::new();
+    let (a, b) = (Path::new("A"), Path::new("B"));
+    assert_eq!(w.env.path("A"), w.a, "run from the folder that holds A");
+    assert_eq!(w.env.path("remote.git"), w.remote);
+    w.fold(&w.a, "s1", &fixture(own::CODEX_SHELL_CRLF));
+    w.ctxfold(a, &["remote", "add", "origin", "remote.git"])
+        .ok();
+    let listed = w.ctxfold(a, &["remote", "-v"]).ok().stdout_text();
+    assert_eq!(listed, format!("origin\t{}\n", w.remote.display()));
+    w.sync(a);
+    w.fold(&w.a, "s2", &fixture(own::PI_AGENT_WORK));
+    w.sync(a);
+    w.git(Some(&w.a.join("mirror.git")), ["fsck", "--no-progress"]);
+    w.ctxfold(b, &["clone", "remote.git"]).ok();
+    // From another folder, the next sync finds the remote.
+    w.fold(&w.a, "s3", &fixture(own::CODEX_MID_TURN));
+    w.sync(a);
+    let elsewhere = w.env.path("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let synced = (w.env.command("ctxfold").current_dir(&elsewhere))
+        .args(["--store", w.b.to_str().unwrap(), "sync"])
+        .output()
+        .unwrap();
+    assert!(
+        synced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&synced.stderr)
+    );
+    for (id, name) in [
+        ("s1", own::CODEX_SHELL_CRLF),
+        ("s2", own::PI_AGENT_WORK),
+        ("s3", own::CODEX_MID_TURN),
+    ] {
+        assert_eq!(w.restored(b, id), fs::read(fixture(name)).unwrap());
+    }
+}

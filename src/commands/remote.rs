@@ -61,7 +61,8 @@ pub enum Action {
     Add {
         /// Its name, as in `ctxfold sync NAME`
         name: String,
-        /// Any URL or path git can fetch from and push to
+        /// Any URL or path git can fetch from and push to (a relative path is kept as the absolute
+        /// one it names from here)
         url: String,
         /// Encrypt everything pushed there, to this machine's identity and the recipients named
         #[arg(long)]

@@ -150,7 +150,8 @@ fn default_remote(mirror: &Mirror) -> Result<String> {
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-clone", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct CloneArgs {
-    /// Any URL or path git can fetch from
+    /// Any URL or path git can fetch from (a relative path is kept as the absolute one it names
+    /// from here)
     #[arg(value_name = "URL")]
     pub url: String,
     /// The age identity file that decrypts an encrypted remote [default: this machine's, see

@@ -99,12 +99,30 @@ pub struct Remote {
 }
 
 pub fn remote_add(git_dir: &Path, name: &str, url: &str) -> Result<()> {
+    let url = local_path_made_absolute(url);
     run_ok(
         git_dir,
         &format!("add remote {name}"),
-        ["remote", "add", "--", name, url],
+        ["remote", "add", "--", name, &url],
     )?;
     Ok(())
+}
+
+/// `url` as the mirror must keep it: a relative local path taken from the current folder, as
+/// `git clone` records one (git reads it from wherever it runs later: another folder, the mirror);
+/// anything else as given. Told apart as git tells them: a URL has `://`, `host:path` has its
+/// colon before any slash.
+fn local_path_made_absolute(url: &str) -> String {
+    let scp_like = url
+        .find(':')
+        .is_some_and(|colon| !url[..colon].contains('/'));
+    if url.contains("://") || scp_like || Path::new(url).is_absolute() {
+        return url.to_string();
+    }
+    match std::path::absolute(url) {
+        Ok(path) => path.to_string_lossy().into_owned(),
+        Err(_) => url.to_string(),
+    }
 }
 
 pub fn remote_remove(git_dir: &Path, name: &str) -> Result<()> {
@@ -315,7 +333,9 @@ pub fn cat_blob(git_dir: &Path, id: ObjectId) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::reason;
+    use std::path::Path;
+
+    use super::{local_path_made_absolute, reason};
 
     #[test]
     fn gits_reason_is_its_complaint_not_its_advice() {
@@ -335,5 +355,27 @@ mod tests {
         );
         assert_eq!(reason("hint: a\nsomething odd\n"), "something odd");
         assert_eq!(reason(""), "no message");
+    }
+
+    #[test]
+    fn only_relative_local_paths_are_made_absolute() {
+        let here = std::env::current_dir().unwrap();
+        for (given, kept) in [
+            ("https://example.com/r.git", true),
+            ("ssh://git@example.com/r.git", true),
+            ("file:///srv/r.git", true),
+            ("git@example.com:me/r.git", true),
+            ("host:r.git", true),
+            ("/srv/r.git", true),
+        ] {
+            assert_eq!(local_path_made_absolute(given) == given, kept, "{given}");
+        }
+        for relative in ["r.git", "../r.git", "./dir/r.git", "dir/a:b.git"] {
+            assert_eq!(
+                Path::new(&local_path_made_absolute(relative)),
+                std::path::absolute(here.join(relative)).unwrap(),
+                "{relative}"
+            );
+        }
     }
 }

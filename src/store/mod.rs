@@ -61,9 +61,12 @@ pub struct Store {
 }
 
 impl Store {
-    /// A handle on a store that may not exist yet; nothing is touched.
+    /// A handle on a store that may not exist yet; nothing is touched. A relative `root` is taken
+    /// from the current folder once, here: paths under the store are handed to git (which reads
+    /// some relative to the mirror) and kept in caches, and must not depend on where they are read.
     pub fn at(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
+        let root = std::path::absolute(&root).unwrap_or(root);
         let odb = Odb::at(&root);
         Self {
             root,
