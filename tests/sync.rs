@@ -2049,3 +2049,66 @@ fn a_store_and_a_remote_named_by_relative_paths_sync_and_clone() {
         assert_eq!(w.restored(b, id), fs::read(fixture(name)).unwrap());
     }
 }
+
+/// A fold and a clone into one empty store at once, started in either order and at moments
+/// apart: each ends well or says why (a clone finding sessions already there refuses, and names
+/// the sync that does the same), and once the remote is synced the store holds every session
+/// once, sound, and indexed.
+#[test]
+fn a_fold_and_a_clone_into_one_store_at_once_lose_nothing() {
+    let w = World::new();
+    let sessions = many_sessions(&w, 300);
+    let dir = sessions[0].parent().unwrap().to_str().unwrap();
+    let remote = w.remote.to_str().unwrap();
+    w.ctxfold(&w.a, &["remote", "add", "origin", remote]).ok();
+    w.ctxfold(&w.a, &["fold", "--apply", "-q", dir]).ok();
+    w.sync(&w.a);
+    let store = w.b.to_str().unwrap();
+    let spawn = |args: &[&str]| {
+        (w.env.command("ctxfold").args(["--store", store]).args(args))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    for (round, fold_first) in [(0, false), (1, true), (2, true), (3, false), (4, true)] {
+        fs::remove_dir_all(&w.b).ok();
+        let (first, second): (&[&str], &[&str]) = match fold_first {
+            true => (&["fold", "--apply", "-q", dir], &["clone", remote]),
+            false => (&["clone", remote], &["fold", "--apply", "-q", dir]),
+        };
+        let first = spawn(first);
+        std::thread::sleep(std::time::Duration::from_millis(40 * round));
+        let second = spawn(second);
+        let mut cloned = true;
+        for (child, what) in [(first, "first"), (second, "second")] {
+            let out = child.wait_with_output().unwrap();
+            let said = String::from_utf8_lossy(&out.stderr);
+            let refused = said.contains("already holds sessions: add the remote and sync instead");
+            let at = format!("round {round}, the {what}");
+            assert!(out.status.success() || refused, "{at}: {said}");
+            cloned &= !refused;
+        }
+        if !cloned {
+            w.ctxfold(&w.b, &["remote", "add", "origin", remote]).ok();
+        }
+        w.sync(&w.b);
+        let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
+        assert_eq!(listed.lines().count(), sessions.len(), "round {round}");
+        w.ctxfold(&w.b, &["fsck", "--full"]).ok();
+        // Each session indexed (by the fold's batches, the remote's, or both: a union).
+        let catalog = fs::read_to_string(w.b.join("seeds/catalog.jsonl")).unwrap();
+        let indexed: std::collections::BTreeSet<&str> = (catalog.lines())
+            .map(|l| {
+                l.split("\"session\":\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(indexed.len(), sessions.len(), "round {round}");
+        restores_every(&w, &w.b, &sessions, 61, &format!("round {round}"));
+    }
+}

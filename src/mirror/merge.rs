@@ -39,14 +39,14 @@ use super::verify::Sources;
 use super::{GitContext, Mirror};
 use crate::agents::place::place;
 use crate::digest::Digest;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Cause, Error, IoContext, Result};
 use crate::files::atomic::write_file;
 use crate::files::create_private_dir;
 use crate::seeds::catalog::{self, Batch, Catalog};
 use crate::seeds::index::{Unions, union_file};
 use crate::store::commit::{PackedCommit, Replace};
 use crate::store::lock::Mode;
-use crate::store::manifest::{Manifest, Session};
+use crate::store::manifest::{Manifest, Session, Source};
 use crate::store::packing;
 use crate::store::{Store, check_session_id};
 
@@ -514,6 +514,11 @@ impl<'a> Planner<'a> {
             return Ok(());
         }
         let mine = self.store.load_manifest(&id)?;
+        // Folded here from the same bytes since the merge listed what this store holds (a fold
+        // at the same moment): nothing to add.
+        if mine.source == remote.source {
+            return Ok(());
+        }
         // The remote's is an earlier fold of what this store holds: nothing to add.
         if remote.source.bytes < mine.source.bytes && self.sources().extends(&mine, &remote)? {
             return Ok(());
@@ -900,7 +905,7 @@ const COMMIT_BATCH: usize = 256;
 struct Commits<'a> {
     store: &'a Store,
     loose: Vec<(Manifest, Replace)>,
-    packed: Option<(PackedCommit<'a>, Vec<Session>)>,
+    packed: Option<(PackedCommit<'a>, Vec<(Session, Source)>)>,
 }
 
 impl<'a> Commits<'a> {
@@ -918,8 +923,10 @@ impl<'a> Commits<'a> {
 
     fn add(&mut self, manifest: Manifest, replace: Replace, report: &mut Report) -> Result<()> {
         if let (Some((packed, sessions)), Replace::Nothing) = (&mut self.packed, replace) {
-            packed.add(&manifest)?;
-            sessions.push(manifest.session);
+            let added = packed.add(&manifest);
+            if ours(self.store, added, true, &manifest.session, &manifest.source)? {
+                sessions.push((manifest.session, manifest.source));
+            }
             return Ok(());
         }
         if self.loose.len() == COMMIT_BATCH {
@@ -936,8 +943,16 @@ impl<'a> Commits<'a> {
             .collect();
         let results = self.store.commit_staged(staged)?;
         for (committed, (manifest, replace)) in results.into_iter().zip(self.loose.drain(..)) {
-            committed?;
-            report.committed(manifest.session, replace != Replace::Nothing);
+            let new = replace == Replace::Nothing;
+            if ours(
+                self.store,
+                committed,
+                new,
+                &manifest.session,
+                &manifest.source,
+            )? {
+                report.committed(manifest.session, !new);
+            }
         }
         Ok(())
     }
@@ -945,11 +960,34 @@ impl<'a> Commits<'a> {
     fn finish(mut self, report: &mut Report) -> Result<()> {
         self.flush_loose(report)?;
         if let Some((packed, sessions)) = self.packed {
-            for (committed, session) in packed.finish()?.into_iter().zip(sessions) {
-                committed?;
-                report.committed(session, false);
+            for (committed, (session, source)) in packed.finish()?.into_iter().zip(sessions) {
+                if ours(self.store, committed, true, &session, &source)? {
+                    report.committed(session, false);
+                }
             }
         }
         Ok(())
     }
+}
+
+/// Whether this merge commits the manifest of `session` folded from `source`, given what adding or
+/// committing it gave: `Ok(false)` when, new to the store when the merge planned, it was refused
+/// because another writer committed the same session from the same bytes since (a fold of the same
+/// file at the same moment): nothing is lost, and there is nothing to add. Any other refusal is
+/// the merge's error.
+fn ours(
+    store: &Store,
+    committed: Result<()>,
+    new: bool,
+    session: &Session,
+    source: &Source,
+) -> Result<bool> {
+    let Err(e) = committed else {
+        return Ok(true);
+    };
+    let exists = matches!(e.cause(), Cause::ManifestExists { .. });
+    if new && exists && store.load_manifest(&session.id)?.source.sha256 == source.sha256 {
+        return Ok(false);
+    }
+    Err(e)
 }
