@@ -2112,3 +2112,63 @@ fn a_fold_and_a_clone_into_one_store_at_once_lose_nothing() {
         restores_every(&w, &w.b, &sessions, 61, &format!("round {round}"));
     }
 }
+
+/// A clone refused after another writer put a session in the store the clone had just made (a
+/// fold at the same moment) leaves that store and its session; only a store holding nothing goes.
+#[test]
+fn a_refused_clone_keeps_a_session_another_writer_folded_into_its_new_store() {
+    let w = World::new();
+    let remote = w.remote.to_str().unwrap();
+    // A mirror of its own, already tied to another remote (which refuses the clone), held by a
+    // sync until the session is in: the clone has made the store and waits for the mirror.
+    let mirror = w.env.path("mirror.git");
+    w.git(
+        None,
+        ["init", "--quiet", "--bare", mirror.to_str().unwrap()],
+    );
+    let other = w.env.path("other.git");
+    w.git(
+        Some(&mirror),
+        ["remote", "add", "origin", other.to_str().unwrap()],
+    );
+    let mut sync = Command::new("flock")
+        .args(["--no-fork", mirror.to_str().unwrap(), "sleep", "600"])
+        .spawn()
+        .unwrap();
+    let clone = (w.env.command("ctxfold"))
+        .args(["--store", w.b.to_str().unwrap(), "clone", "--git"])
+        .args([mirror.to_str().unwrap(), remote])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !w.b.join("manifests").exists() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let session = fixture(own::CODEX_SHELL_CRLF);
+    w.ctxfold(&w.b, &["fold", "--apply", "-q", session.to_str().unwrap()])
+        .ok();
+    sync.kill().unwrap();
+    sync.wait().unwrap();
+    let refused = clone.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{said}");
+    let listed = w.ctxfold(&w.b, &["ls", "--json"]).ok().stdout_text();
+    assert_eq!(listed.lines().count(), 1, "{said}");
+    let id = listed
+        .split("\"id\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert_eq!(w.restored(&w.b, id), fs::read(&session).unwrap());
+    // A store that holds nothing still goes with its clone.
+    let empty = w.env.path("C");
+    let refused = w.ctxfold(
+        &empty,
+        &["clone", "--git", mirror.to_str().unwrap(), remote],
+    );
+    assert_eq!(refused.code, Some(3), "{}", refused.stderr);
+    assert!(!empty.exists());
+}

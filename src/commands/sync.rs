@@ -1,6 +1,6 @@
 //! `ctxfold sync` and `ctxfold clone`: the store merged with a git remote's, both ways.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::cli::human::count;
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::mirror::sync::{Outcome, Target, clone, sync};
 use crate::mirror::{Mirror, git};
 use crate::secrets::gate::{Policy, screen};
-use crate::store::packing;
+use crate::store::lock::Mode;
+use crate::store::{Store, packing};
 
 /// Sync the store with a git remote: mirror, fetch, merge, commit, push
 ///
@@ -189,15 +190,28 @@ impl Command for CloneArgs {
         .map_err(|e| {
             // A store this clone made goes when the remote refused it (no identity for an
             // encrypted remote, a file changed there): a refused clone writes nothing. Only
-            // one it made (nothing else knew its path before), never one that was there
-            // before; one that failed half-way (the network, the disk) stays, to be run again.
+            // one it made, never one that was there before; one that failed half-way (the
+            // network, the disk) stays, to be run again.
             if created && matches!(e.status(), Status::Refused | Status::Corrupt) {
-                let _ = std::fs::remove_dir_all(&path);
+                remove_unless_written_to(&store, &path);
             }
             e.context(format_args!("clone {}", self.url))
         })?;
         packing::pack_auto(&store)?;
         report(io, &outcome, self.json)
+    }
+}
+
+/// Remove the store at `path` a refused clone made, unless another writer put a session in it
+/// meanwhile (a fold started at the same moment knew the path as its store's too): looked at and
+/// removed under the store lock taken exclusive, which every writer holds shared from its first
+/// object to its last manifest. Left, it is a store like any other.
+fn remove_unless_written_to(store: &Store, path: &Path) {
+    let Ok(Some(_alone)) = store.try_lock(Mode::Exclusive) else {
+        return;
+    };
+    if store.session_ids().is_ok_and(|ids| ids.is_empty()) {
+        let _ = std::fs::remove_dir_all(path);
     }
 }
 
