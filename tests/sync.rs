@@ -2172,3 +2172,69 @@ fn a_refused_clone_keeps_a_session_another_writer_folded_into_its_new_store() {
     assert_eq!(refused.code, Some(3), "{}", refused.stderr);
     assert!(!empty.exists());
 }
+
+/// `gc --aggressive` repacks the mirror when a sync holds it: it waits for the sync without
+/// holding the store, which the sync (and every writer) takes after the mirror. It held the store
+/// while it waited, and a sync between taking the mirror and the store waited for it: forever.
+#[test]
+fn a_gc_waiting_for_a_sync_keeps_no_writer_waiting() {
+    let w = World::new();
+    w.synced_once(&w.a);
+    let mirror = w.a.join("mirror.git");
+    // A sync at work: it holds the mirror, and is about to take the store.
+    let mut sync = Command::new("flock")
+        .args(["--no-fork", mirror.to_str().unwrap(), "sleep", "600"])
+        .spawn()
+        .unwrap();
+    let mut gc = (w.env.command("ctxfold"))
+        .args([
+            "--store",
+            w.a.to_str().unwrap(),
+            "gc",
+            "--apply",
+            "--aggressive",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(gc.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("waiting for another sync") {
+        line.clear();
+        assert_ne!(
+            std::io::BufRead::read_line(&mut said, &mut line).unwrap(),
+            0
+        );
+    }
+    // The store is free to any writer meanwhile.
+    let session = fixture(own::PI_AGENT_WORK);
+    let mut fold = (w.env.command("ctxfold"))
+        .args(["--store", w.a.to_str().unwrap(), "fold", "--apply", "-q"])
+        .arg(&session)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let folded = loop {
+        if let Some(status) = fold.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            fold.kill().unwrap();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    sync.kill().unwrap();
+    sync.wait().unwrap();
+    assert!(gc.wait().unwrap().success());
+    assert!(
+        folded.is_some_and(|s| s.success()),
+        "the fold waited for gc"
+    );
+    w.ctxfold(&w.a, &["fsck", "--full"]).ok();
+    let listed = w.ctxfold(&w.a, &["ls", "--json"]).ok().stdout_text();
+    assert_eq!(listed.lines().count(), 2);
+}

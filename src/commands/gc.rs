@@ -97,7 +97,7 @@ pub struct GcArgs {
 impl Command for GcArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
-        let _lock = match self.apply {
+        let lock = match self.apply {
             true => Some(store.lock(Mode::Exclusive, || {
                 io.note("waiting for running folds to finish…")
             })?),
@@ -228,6 +228,9 @@ impl Command for GcArgs {
                 )?;
             }
         }
+        // Not under the store's lock: a sync takes the mirror's, then the store's, and waiting
+        // for the mirror's while holding the store's would wait for it forever.
+        drop(lock);
         if self.apply && self.aggressive {
             repack_mirror(io, &store, self.json)?;
         }
