@@ -156,3 +156,46 @@ fn rm_warns_when_the_store_holds_the_only_copy() {
     assert_eq!(lines[0]["source_gone"], true);
     assert_eq!(lines[1]["source_gone"], false);
 }
+
+/// `ls` and `log` run while sessions are removed one after another list what stays and say no
+/// error: a session removed between the listing of the store and the reading of its manifest is
+/// gone, not broken.
+#[test]
+fn ls_and_log_beside_an_rm_list_what_stays_without_an_error() {
+    let env = Env::new();
+    let dir = env.path("sessions");
+    fs::create_dir(&dir).unwrap();
+    let ids: Vec<String> = (0..120)
+        .map(|n| {
+            let id = format!("0193{n:04x}-0000-7000-8000-000000000000");
+            let lines = format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n\
+                 {{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"session {n}\"}}]}}}}\n"
+            );
+            fs::write(dir.join(format!("{id}.jsonl")), lines).unwrap();
+            id
+        })
+        .collect();
+    env.run("ctxfold", ["fold", "--apply", "-q", dir.to_str().unwrap()])
+        .ok();
+    let removing = std::thread::scope(|scope| {
+        let remover = scope.spawn(|| {
+            for id in &ids[..100] {
+                env.run("ctxfold", ["rm", "--apply", "-q", id]).ok();
+            }
+        });
+        let mut listings = 0;
+        while !remover.is_finished() {
+            for command in ["ls", "log"] {
+                let run = env.run("ctxfold", [command]);
+                assert_eq!(run.code, Some(0), "{command}: {}", run.stderr);
+                listings += 1;
+            }
+        }
+        remover.join().unwrap();
+        listings
+    });
+    assert!(removing > 0);
+    let listed = env.run("ctxfold", ["ls", "--json"]).ok().stdout_text();
+    assert_eq!(listed.lines().count(), 20);
+}

@@ -1,7 +1,6 @@
 //! `ctxfold ls`: the folded sessions.
 
 use std::collections::HashMap;
-use std::io as stdio;
 
 use serde::Serialize;
 
@@ -10,7 +9,7 @@ use crate::agents::place::{named_by, started};
 use crate::cli::human::{MINUTE, bytes, minute, path as path_for_people};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
 use crate::commands::AgentArgs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::Store;
 use crate::store::generations::{self, Generation, Reason};
 use crate::store::heads::Heads;
@@ -113,10 +112,10 @@ impl Command for LsArgs {
             if !conflict && path.parent() != Some(store.manifests_dir().as_path()) {
                 continue; // generations/ belong to the reference implementation's filesystem layer
             }
-            let head = match heads.at(&path).and_then(|head| {
-                head.ok_or_else(|| Error::io("read", &path, stdio::ErrorKind::NotFound.into()))
-            }) {
-                Ok(head) => head,
+            let head = match heads.at(&path) {
+                Ok(Some(head)) => head,
+                // Removed since the manifests were listed (an `rm` at the same moment).
+                Ok(None) => continue,
                 Err(e) => {
                     bad += 1;
                     io.error(e);
@@ -131,19 +130,22 @@ impl Command for LsArgs {
                 false => kept_by_id.remove(&head.session.id).unwrap_or_default(),
             };
             // A name that says no time (Claude Code's, a file folded by path): the lines do.
-            let started = started(&head.session).or_else(|| {
-                let start = store
-                    .load_manifest_at(&path)
-                    .and_then(|manifest| crate::history::ends::folded_start(&store, &manifest));
-                match start {
-                    Ok(at) => at.map(|at| format!("{}Z", &at.rfc3339()[..19])),
+            let started = match started(&head.session) {
+                Some(started) => Some(started),
+                None => match store.manifest_at(&path).and_then(|manifest| {
+                    let start = |manifest| crate::history::ends::folded_start(&store, manifest);
+                    manifest.as_ref().map(start).transpose()
+                }) {
+                    Ok(Some(at)) => at.map(|at| format!("{}Z", &at.rfc3339()[..19])),
+                    // Removed since its head was read.
+                    Ok(None) => continue,
                     Err(e) => {
                         bad += 1;
                         io.error(format_args!("session {}: {e}", head.session.id));
                         None
                     }
-                }
-            });
+                },
+            };
             let entry = Entry {
                 id: &head.session.id,
                 title: head.session.title.as_deref(),

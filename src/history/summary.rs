@@ -200,12 +200,13 @@ pub fn gather(store: Option<&Store>, homes: &Homes) -> Result<Gathered> {
         let cache = EndsCache::load(store);
         let live = Mutex::new(HashSet::new());
         let ids = store.session_ids()?;
-        let read: Vec<Result<Summary>> = ids
+        let read: Vec<Result<Option<Summary>>> = ids
             .par_iter()
             .map(|id| {
-                let head = heads.of(id)?.ok_or_else(|| {
-                    Error::not_found(format!("session {id}: its manifest is gone"))
-                })?;
+                // Removed since the ids were listed (an `rm` at the same moment): not listed.
+                let Some(head) = heads.of(id)? else {
+                    return Ok(None);
+                };
                 live.lock()
                     .expect("never poisoned")
                     .insert(head.source.sha256);
@@ -231,12 +232,13 @@ pub fn gather(store: Option<&Store>, homes: &Homes) -> Result<Gathered> {
                         None => summary.state = State::Stored,
                     },
                 }
-                Ok(summary)
+                Ok(Some(summary))
             })
             .collect();
         for (id, result) in ids.into_iter().zip(read) {
             match result {
-                Ok(summary) => summaries.push(summary),
+                Ok(Some(summary)) => summaries.push(summary),
+                Ok(None) => continue,
                 Err(e) => problems.push(e),
             }
             folded.insert(id);
