@@ -157,11 +157,11 @@ fn rm_warns_when_the_store_holds_the_only_copy() {
     assert_eq!(lines[1]["source_gone"], false);
 }
 
-/// `ls` and `log` run while sessions are removed one after another list what stays and say no
-/// error: a session removed between the listing of the store and the reading of its manifest is
-/// gone, not broken.
+/// `ls`, `log`, `seeds` and `restore --all` run while sessions are removed one after another take
+/// what stays and say no error: a session removed between the listing of the store and the
+/// reading of its manifest is gone, not broken.
 #[test]
-fn ls_and_log_beside_an_rm_list_what_stays_without_an_error() {
+fn commands_of_every_session_beside_an_rm_take_what_stays_without_an_error() {
     let env = Env::new();
     let dir = env.path("sessions");
     fs::create_dir(&dir).unwrap();
@@ -186,9 +186,16 @@ fn ls_and_log_beside_an_rm_list_what_stays_without_an_error() {
         });
         let mut listings = 0;
         while !remover.is_finished() {
-            for command in ["ls", "log"] {
-                let run = env.run("ctxfold", [command]);
-                assert_eq!(run.code, Some(0), "{command}: {}", run.stderr);
+            let to = env.path(&format!("restored-{listings}/"));
+            let commands: [&[&str]; 4] = [
+                &["ls"],
+                &["log"],
+                &["seeds"],
+                &["restore", "--all", "--to", to.to_str().unwrap()],
+            ];
+            for command in commands {
+                let run = env.run("ctxfold", command);
+                assert_eq!(run.code, Some(0), "{command:?}: {}", run.stderr);
                 listings += 1;
             }
         }

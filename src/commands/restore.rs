@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::cli::human::{count, path};
 use crate::cli::{Command, Io, Status, StoreArgs, TalkArgs, emit};
-use crate::error::{Error, Result, STDOUT};
+use crate::error::{Cause, Error, Result, STDOUT};
 use crate::restore::{Outcome, Request, To, manifest_of, restore_all};
 use crate::store::Store;
 use crate::store::reconstruct::{Restored, write_session};
@@ -18,9 +18,10 @@ use crate::store::reconstruct::{Restored, write_session};
 /// (anything with a `/`): the session is the one that file holds, its id read as fold reads it, or,
 /// when the file is gone, the id in its name. ID@N (or --generation N) restores an earlier version
 /// of the session: one that a later fold replaced and kept as a generation (ID@1 is the newest,
-/// ID@0 the current version). Several SESSIONs, or --all (every folded session), are restored at
-/// once, on every core; each is reported on its own, a failure does not stop the others, and the
-/// exit status is the worst of them.
+/// ID@0 the current version). Several SESSIONs, or --all (every folded session; one removed by a
+/// `ctxfold rm` at the same moment is not one), are restored at once, on every core; each is
+/// reported on its own, a failure does not stop the others, and the exit status is the worst of
+/// them.
 ///
 /// Each session is written to a temp file beside the target, its sha256 and size are checked
 /// against the manifest, it is made durable (fsynced; several are written and made durable
@@ -224,6 +225,11 @@ impl RestoreArgs {
                 "removed {}, left by an interrupted restore",
                 path(leftover)
             ));
+        }
+        // Removed since --all listed the store (an `rm` at the same moment): none to restore.
+        if self.all && matches!(&outcome.result, Err(e) if matches!(e.cause(), Cause::NotFound(_)))
+        {
+            return Ok(Status::Success);
         }
         summary.sessions += 1;
         let (word, status) = match &outcome.result {

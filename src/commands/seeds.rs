@@ -47,7 +47,8 @@ impl Command for SeedsArgs {
                 .manifest_files()?
                 .iter()
                 .filter(|p| p.parent() == Some(store.manifests_dir().as_path()))
-                .map(|p| store.load_manifest_at(p))
+                // None: removed since listed (an `rm` at the same moment).
+                .filter_map(|p| store.manifest_at(p).transpose())
                 .collect::<Result<Vec<_>>>()?,
             false => self
                 .sessions
