@@ -157,9 +157,9 @@ fn rm_warns_when_the_store_holds_the_only_copy() {
     assert_eq!(lines[1]["source_gone"], false);
 }
 
-/// `ls`, `log`, `seeds` and `restore --all` run while sessions are removed one after another take
-/// what stays and say no error: a session removed between the listing of the store and the
-/// reading of its manifest is gone, not broken.
+/// `ls`, `log`, `fsck`, `seeds` and `restore --all` run while sessions are removed one after
+/// another take what stays and say no error: a session removed between the listing of the store
+/// and the reading of its manifest is gone, not broken.
 #[test]
 fn commands_of_every_session_beside_an_rm_take_what_stays_without_an_error() {
     let env = Env::new();
@@ -187,9 +187,10 @@ fn commands_of_every_session_beside_an_rm_take_what_stays_without_an_error() {
         let mut listings = 0;
         while !remover.is_finished() {
             let to = env.path(&format!("restored-{listings}/"));
-            let commands: [&[&str]; 4] = [
+            let commands: [&[&str]; 5] = [
                 &["ls"],
                 &["log"],
+                &["fsck"],
                 &["seeds"],
                 &["restore", "--all", "--to", to.to_str().unwrap()],
             ];

@@ -88,8 +88,8 @@ pub struct Summary {
 impl Summary {
     /// A folded session as the store alone tells it (state `folded`, its source not looked at).
     /// A folded session, from its manifest's head; its parts are read only when `cache` does not
-    /// know what its ends say.
-    fn of_head(store: &Store, head: &Head, cache: &EndsCache) -> Self {
+    /// know what its ends say. None: removed since its head was read (an `rm` at the same moment).
+    fn of_head(store: &Store, head: &Head, cache: &EndsCache) -> Option<Self> {
         let session = &head.session;
         let mut summary = Summary {
             id: session.id.clone(),
@@ -105,11 +105,13 @@ impl Summary {
             problem: None,
             folded: Some(head.source.sha256),
         };
-        let read = || -> Result<Ends> {
+        let read = || -> Result<Option<Ends>> {
             if let Some(ends) = cache.get(&head.source.sha256) {
-                return Ok(ends);
+                return Ok(Some(ends));
             }
-            let manifest = store.load_manifest(&session.id)?;
+            let Some(manifest) = store.manifest_at(&store.manifest_path(&session.id))? else {
+                return Ok(None);
+            };
             let opening = ends::opening(store, &manifest)?;
             let agent = opening.as_ref().map(|(agent, _)| *agent);
             let ends = Ends {
@@ -118,17 +120,18 @@ impl Summary {
                 date: ends::folded_activity(store, &manifest, agent)?,
             };
             cache.record(manifest.source.sha256, ends.clone());
-            Ok(ends)
+            Ok(Some(ends))
         };
         match read() {
-            Ok(ends) => {
+            Ok(Some(ends)) => {
                 summary.agent = ends.agent;
                 summary.cwd = summary.cwd.or(ends.cwd);
                 summary.date = ends.date;
             }
+            Ok(None) => return None,
             Err(e) => summary.problem = Some(format!("session {}: {e}", session.id)),
         }
-        summary
+        Some(summary)
     }
 
     /// A session file found on disk and not folded.
@@ -210,7 +213,9 @@ pub fn gather(store: Option<&Store>, homes: &Homes) -> Result<Gathered> {
                 live.lock()
                     .expect("never poisoned")
                     .insert(head.source.sha256);
-                let mut summary = Summary::of_head(store, &head, &cache);
+                let Some(mut summary) = Summary::of_head(store, &head, &cache) else {
+                    return Ok(None);
+                };
                 // A session folded from outside the agents' homes (`fold PATH`) is on disk too
                 // while its file is where it was folded from. Its title is read only if the
                 // file speaks (it grew or changed), as for the sessions under the homes.

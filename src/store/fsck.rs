@@ -113,8 +113,10 @@ pub fn check(
         Err(_) => store.loose_manifest_files()?,
     };
     for path in files {
-        match store.load_manifest_at(&path) {
-            Ok(manifest) => manifests.push((path, manifest)),
+        match store.manifest_at(&path) {
+            Ok(Some(manifest)) => manifests.push((path, manifest)),
+            // Removed since listed (an `rm` at the same moment).
+            Ok(None) => {}
             Err(e) => report(Finding::BadManifest {
                 path,
                 why: e.without_context(),
