@@ -157,7 +157,7 @@ fn rm_warns_when_the_store_holds_the_only_copy() {
     assert_eq!(lines[1]["source_gone"], false);
 }
 
-/// `ls`, `log`, `fsck`, `seeds` and `restore --all` run while sessions are removed one after
+/// `ls`, `log`, `grep`, `fsck`, `seeds` and `restore --all` run while sessions are removed one after
 /// another take what stays and say no error: a session removed between the listing of the store
 /// and the reading of its manifest is gone, not broken.
 #[test]
@@ -187,9 +187,10 @@ fn commands_of_every_session_beside_an_rm_take_what_stays_without_an_error() {
         let mut listings = 0;
         while !remover.is_finished() {
             let to = env.path(&format!("restored-{listings}/"));
-            let commands: [&[&str]; 5] = [
+            let commands: [&[&str]; 6] = [
                 &["ls"],
                 &["log"],
+                &["grep", "-l", "-F", "session"],
                 &["fsck"],
                 &["seeds"],
                 &["restore", "--all", "--to", to.to_str().unwrap()],

@@ -109,7 +109,7 @@ impl Summary {
             if let Some(ends) = cache.get(&head.source.sha256) {
                 return Ok(Some(ends));
             }
-            let Some(manifest) = store.manifest_at(&store.manifest_path(&session.id))? else {
+            let Some(manifest) = store.manifest_of(&session.id)? else {
                 return Ok(None);
             };
             let opening = ends::opening(store, &manifest)?;

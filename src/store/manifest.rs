@@ -193,14 +193,19 @@ fn shown(value: &Option<serde_json::Value>) -> String {
 impl Store {
     /// The manifest of session `id`.
     pub fn load_manifest(&self, id: &str) -> Result<Manifest> {
-        super::check_session_id(id)?;
-        let path = self.manifest_path(id);
-        self.manifest_at(&path)?.ok_or_else(|| {
+        self.manifest_of(id)?.ok_or_else(|| {
             Error::not_found(format!(
                 "no folded session {id:?} in {}",
                 self.root().display()
             ))
         })
+    }
+
+    /// The manifest of session `id`, or None when the store holds none: for a session listed a
+    /// moment ago, one removed since (an `rm` at the same moment).
+    pub fn manifest_of(&self, id: &str) -> Result<Option<Manifest>> {
+        super::check_session_id(id)?;
+        self.manifest_at(&self.manifest_path(id))
     }
 
     /// A manifest read from any file (not one of the store's: see [`Store::load_manifest_at`]).
