@@ -369,3 +369,26 @@ fn a_session_read_whole_is_kept_decoded_within_its_budget_and_leaves_nothing_beh
     )
     .fails(2);
 }
+
+/// A session removed from the store (`ctxfold rm`) after the mount listed it is not there for the
+/// next open (`ENOENT`, as for any file gone), not an I/O error, which says the store is damaged.
+#[test]
+fn a_session_removed_under_a_running_mount_is_gone_not_broken() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    env.run("ctxfold", ["fold", "--apply"]).ok();
+    let dir = env.path("mnt");
+    let mount = Mount::start(&env, &dir);
+    let (gone, kept) = (&homes.sessions[0], &homes.sessions[1]);
+    let path = |id: &str| dir.join("by-id").join(format!("{id}.jsonl"));
+    env.run("ctxfold", ["rm", "--apply", &gone.id]).ok();
+    let err = fs::File::open(path(&gone.id)).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{err}");
+    assert!(fs::read(path(&kept.id)).unwrap() == kept.bytes);
+    let (code, stderr) = mount.stop();
+    assert_eq!(code, Some(0));
+    assert!(
+        stderr.contains("removed from the store since it was listed"),
+        "{stderr}"
+    );
+}

@@ -19,7 +19,7 @@ use fuser::{
 
 use super::copies::Copies;
 use super::modes::{Backing, FoldedOpen, Modes, Reading};
-use super::session::{Cache, Opened};
+use super::session::{Cache, Opened, open_errno};
 use super::tree::{Ino, Kind, Tree};
 use crate::store::Store;
 
@@ -184,7 +184,7 @@ impl Filesystem for SessionsFs {
             }
             Err(e) => {
                 log(format_args!("open {}: {e}", file.manifest.display()));
-                reply.error(Errno::EIO);
+                reply.error(open_errno(&e));
             }
         }
     }

@@ -35,7 +35,7 @@ use super::folded::{Entry, Folded};
 use super::fs::shown_attr;
 use super::modes::{Backing, FoldedOpen, Modes, Reading, Route};
 use super::nodes::Nodes;
-use super::session::{Cache, Opened};
+use super::session::{Cache, Opened, open_errno};
 use super::tree::File as FoldedFile;
 use crate::agents::Agent;
 use crate::store::Store;
@@ -764,7 +764,7 @@ impl Filesystem for AgentFs {
                             "open {}: {e}",
                             self.shown.join(&rel).display()
                         ));
-                        Errno::EIO
+                        open_errno(&e)
                     }),
                 Some(Look::Folded(file)) => {
                     self.copy_up(&rel, &file)?;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use sha2::Digest as _;
 
 use crate::digest::Digest;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::odb::Check;
 use crate::store::Store;
 use crate::store::manifest::Manifest;
@@ -33,7 +33,12 @@ struct InOrder {
 impl Opened {
     /// The session of the manifest at `path`, its parts' sizes adding up to its source's.
     pub fn open(store: &Store, path: &Path) -> Result<Self> {
-        let manifest = store.load_manifest_at(path)?;
+        let manifest = store.manifest_at(path)?.ok_or_else(|| {
+            Error::not_found(format!(
+                "{}: removed from the store since it was listed",
+                path.display()
+            ))
+        })?;
         store.odb().check_dictionary(&manifest.settings)?;
         let mut starts = Vec::with_capacity(manifest.parts.len() + 1);
         let mut at = 0u64;
@@ -203,5 +208,15 @@ impl Cache {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What the kernel is told of a session [`Opened::open`] could not open: `ENOENT` when the store
+/// no longer holds it (an `rm` since the mount listed it), `EIO` otherwise (a damaged object, a
+/// manifest that does not read).
+pub fn open_errno(e: &Error) -> fuser::Errno {
+    match e.cause() {
+        Cause::NotFound(_) => fuser::Errno::ENOENT,
+        _ => fuser::Errno::EIO,
     }
 }
