@@ -386,3 +386,25 @@ fn a_mirror_whose_creation_is_killed_anywhere_is_made_by_the_next_run() {
         assert_eq!(log.lines().count(), 1, "{at}: one commit, the store's");
     }
 }
+
+/// A mirror killed while it moved the branch leaves git's lock file on it, which failed every
+/// later mirror ("Could not prepare reference edit … File exists"): the next mirror, holding the
+/// repository as a sync does, clears it and commits.
+#[test]
+fn a_ref_lock_a_killed_mirror_left_does_not_fail_the_next() {
+    let env = Env::new();
+    let session = env.path("s.jsonl");
+    fs::write(&session, b"{\"n\":1}\n").unwrap();
+    fold(&env, "s", &session);
+    let first = mirror(&env);
+    let mirror_dir = env.store.join("mirror.git");
+    fs::write(mirror_dir.join("refs/heads/ctxfold.lock"), b"").unwrap();
+    let more = env.path("t.jsonl");
+    fs::write(&more, b"{\"n\":2}\n").unwrap();
+    fold(&env, "t", &more);
+    let second = mirror(&env);
+    assert_ne!(second, first);
+    assert!(!mirror_dir.join("refs/heads/ctxfold.lock").exists());
+    let head = git(&env, &mirror_dir, &["rev-parse", "refs/heads/ctxfold"]);
+    assert_eq!(second, head);
+}

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::cli::{Command, Io, Status, StoreArgs, emit};
 use crate::error::Result;
+use crate::mirror::lock::MirrorLock;
 use crate::mirror::{self, Mirror};
 use crate::store::Store;
 
@@ -29,7 +30,8 @@ use crate::store::Store;
 ///
 /// Commits are by `ctxfold <ctxfold@localhost>` whoever runs the command, at the current time in UTC,
 /// or at $SOURCE_DATE_EPOCH when it is set (reproducible commits). The branch moves only if it
-/// still points where it did when the mirror began, so two concurrent mirrors never lose a commit.
+/// still points where it did when the mirror began, so two concurrent mirrors never lose a commit;
+/// mirror waits for a sync (or another mirror) that holds the repository, as sync does.
 #[derive(Debug, clap::Parser)]
 #[command(name = "ctxfold-mirror", version, after_long_help = crate::cli::EXIT_STATUS)]
 pub struct MirrorArgs {
@@ -58,7 +60,11 @@ impl GitArgs {
 impl Command for MirrorArgs {
     fn run(self, io: &mut Io<'_>) -> Result<Status> {
         let store = self.store.open()?;
-        let mirror = Mirror::open_or_init(&self.git.dir(&store))?;
+        let dir = self.git.dir(&store);
+        let mirror = Mirror::open_or_init(&dir)?;
+        // Held as a sync holds it: one at a time, and what a killed one left (a ref's lock file,
+        // which fails every commit after it) is cleared first.
+        let _held = MirrorLock::take(&dir, || io.note(mirror::lock::WAITING))?;
         if let Some(commit) = mirror.record(&store)? {
             emit(io.out, commit)?;
         }
