@@ -713,3 +713,28 @@ fn reader_and_writer(args: &[&str]) {
         "{names:?}"
     );
 }
+
+/// A folded-only session removed from the store (`ctxfold rm`) while the kernel still knows its
+/// file is gone for the next open, to read or to append (`ENOENT`): not an I/O error, which says
+/// the store is damaged.
+#[test]
+fn a_session_removed_from_the_store_under_the_mount_is_gone_not_broken() {
+    let folded = Folded::new();
+    let mount = folded.mount();
+    let mut gone = folded.folded_only();
+    for (session, append) in [(gone.next().unwrap(), false), (gone.next().unwrap(), true)] {
+        // Looked up now: the kernel keeps the entry for its time.
+        assert!(is_shown_from_store(&session.rollout_path));
+        folded
+            .env
+            .run("ctxfold", ["rm", "--apply", &session.id])
+            .ok();
+        let err = fs::OpenOptions::new()
+            .read(!append)
+            .append(append)
+            .open(&session.rollout_path)
+            .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{err}");
+    }
+    mount.stop();
+}

@@ -23,7 +23,7 @@ use crate::store::reconstruct::begin_beside;
 /// as needed), from `copy` where one is given and holds it. A target that holds its bytes already
 /// is left as it is; one that holds others is an error, never overwritten.
 pub fn copy_up(store: &Store, file: &File, target: &Path, copy: Option<Arc<OsFile>>) -> Result<()> {
-    let manifest = store.load_manifest_at(&file.manifest)?;
+    let manifest = super::session::listed_manifest(store, &file.manifest)?;
     if let Some(copy) = copy
         && link_copy(&copy, &manifest, target)?
     {

@@ -272,7 +272,7 @@ impl AgentFs {
                 "restore {} to write to it: {e}",
                 self.shown.join(rel).display()
             ));
-            Errno::EIO
+            open_errno(&e)
         })
     }
 

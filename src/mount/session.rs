@@ -33,12 +33,7 @@ struct InOrder {
 impl Opened {
     /// The session of the manifest at `path`, its parts' sizes adding up to its source's.
     pub fn open(store: &Store, path: &Path) -> Result<Self> {
-        let manifest = store.manifest_at(path)?.ok_or_else(|| {
-            Error::not_found(format!(
-                "{}: removed from the store since it was listed",
-                path.display()
-            ))
-        })?;
+        let manifest = listed_manifest(store, path)?;
         store.odb().check_dictionary(&manifest.settings)?;
         let mut starts = Vec::with_capacity(manifest.parts.len() + 1);
         let mut at = 0u64;
@@ -211,7 +206,18 @@ impl Cache {
     }
 }
 
-/// What the kernel is told of a session [`Opened::open`] could not open: `ENOENT` when the store
+/// The manifest at `path`, which the mount listed: a `NotFound` error when it is gone since (an
+/// `rm`), which [`open_errno`] tells the kernel as `ENOENT`.
+pub fn listed_manifest(store: &Store, path: &Path) -> Result<Manifest> {
+    store.manifest_at(path)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "{}: removed from the store since it was listed",
+            path.display()
+        ))
+    })
+}
+
+/// What the kernel is told of a session [`Opened::open`] (or a copy-up) could not open: `ENOENT` when the store
 /// no longer holds it (an `rm` since the mount listed it), `EIO` otherwise (a damaged object, a
 /// manifest that does not read).
 pub fn open_errno(e: &Error) -> fuser::Errno {
