@@ -615,3 +615,35 @@ fn the_staging_folder_of_a_killed_sync_is_named_by_fsck_and_removed_by_gc() {
         "{dry}"
     );
 }
+
+/// `stats` run while folds write: the temp files they rename and the loose manifests their packing
+/// removes, gone between stats' listing and its look at them, are not errors.
+#[test]
+fn stats_beside_folds_says_no_error() {
+    let env = Env::new();
+    let sessions = common::small_sessions(&env.path("sessions"), 300);
+    let fold = |batch: &[PathBuf]| {
+        let mut args = vec!["fold", "--apply", "-q"];
+        args.extend(batch.iter().map(|p| p.to_str().unwrap()));
+        env.run("ctxfold", args).ok();
+    };
+    fold(&sessions[..30]);
+    let runs = std::thread::scope(|scope| {
+        let folds = scope.spawn(|| {
+            for batch in sessions[30..].chunks(30) {
+                fold(batch);
+            }
+        });
+        let mut runs = 0;
+        while !folds.is_finished() {
+            let run = env.run("ctxfold", ["stats"]);
+            assert_eq!(run.code, Some(0), "{}", run.stderr);
+            runs += 1;
+        }
+        folds.join().unwrap();
+        runs
+    });
+    assert!(runs > 0);
+    let listed = env.run("ctxfold", ["ls", "--json"]).ok().stdout_text();
+    assert_eq!(listed.lines().count(), sessions.len());
+}

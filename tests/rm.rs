@@ -157,25 +157,15 @@ fn rm_warns_when_the_store_holds_the_only_copy() {
     assert_eq!(lines[1]["source_gone"], false);
 }
 
-/// `ls`, `log`, `grep`, `fsck`, `seeds` and `restore --all` run while sessions are removed one after
-/// another take what stays and say no error: a session removed between the listing of the store
-/// and the reading of its manifest is gone, not broken.
+/// `ls`, `log`, `stats`, `grep`, `fsck`, `seeds` and `restore --all` run while sessions are
+/// removed one after another take what stays and say no error: a session removed between the
+/// listing of the store and the reading of its manifest is gone, not broken.
 #[test]
 fn commands_of_every_session_beside_an_rm_take_what_stays_without_an_error() {
     let env = Env::new();
     let dir = env.path("sessions");
-    fs::create_dir(&dir).unwrap();
-    let ids: Vec<String> = (0..120)
-        .map(|n| {
-            let id = format!("0193{n:04x}-0000-7000-8000-000000000000");
-            let lines = format!(
-                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n\
-                 {{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"session {n}\"}}]}}}}\n"
-            );
-            fs::write(dir.join(format!("{id}.jsonl")), lines).unwrap();
-            id
-        })
-        .collect();
+    common::small_sessions(&dir, 120);
+    let ids: Vec<String> = (0..120).map(common::small_id).collect();
     env.run("ctxfold", ["fold", "--apply", "-q", dir.to_str().unwrap()])
         .ok();
     let removing = std::thread::scope(|scope| {
@@ -187,9 +177,10 @@ fn commands_of_every_session_beside_an_rm_take_what_stays_without_an_error() {
         let mut listings = 0;
         while !remover.is_finished() {
             let to = env.path(&format!("restored-{listings}/"));
-            let commands: [&[&str]; 6] = [
+            let commands: [&[&str]; 7] = [
                 &["ls"],
                 &["log"],
+                &["stats"],
                 &["grep", "-l", "-F", "session"],
                 &["fsck"],
                 &["seeds"],

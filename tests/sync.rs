@@ -1057,16 +1057,11 @@ fn a_lock_file_a_killed_git_left_in_the_mirror_does_not_fail_the_next_sync() {
     );
 }
 
-/// The id of session `n` of [`many_sessions`].
-fn many_id(n: usize) -> String {
-    format!("0f1d{n:04x}-0000-4000-8000-{n:012x}")
-}
-
 /// Every `step`-th of `sessions` ([`many_sessions`]) restores from `store` byte for byte (`at`
 /// says when, in a failure).
 fn restores_every(w: &World, store: &Path, sessions: &[PathBuf], step: usize, at: &str) {
     for (n, path) in sessions.iter().enumerate().step_by(step) {
-        let id = many_id(n);
+        let id = common::small_id(n);
         assert_eq!(
             w.restored(store, &id),
             fs::read(path).unwrap(),
@@ -1075,24 +1070,9 @@ fn restores_every(w: &World, store: &Path, sessions: &[PathBuf], step: usize, at
     }
 }
 
-/// `count` small Pi sessions in the folder `many`, each its own id, in the order of their names.
+/// `count` small sessions in the folder `many` ([`common::small_sessions`]).
 fn many_sessions(w: &World, count: usize) -> Vec<PathBuf> {
-    let dir = w.env.path("many");
-    fs::create_dir(&dir).unwrap();
-    (0..count)
-        .map(|n| {
-            let id = many_id(n);
-            let header = format!(
-                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n"
-            );
-            let turn = format!(
-                "{{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"session {n}\"}}]}}}}\n"
-            );
-            let path = dir.join(format!("{id}.jsonl"));
-            fs::write(&path, header + &turn).unwrap();
-            path
-        })
-        .collect()
+    common::small_sessions(&w.env.path("many"), count)
 }
 
 #[test]

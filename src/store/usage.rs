@@ -71,8 +71,10 @@ pub fn measure(store: &Store) -> Result<(Usage, Vec<String>)> {
     for path in store.manifest_files()? {
         // A packed manifest's body is an object, counted with the packs.
         usage.manifest_bytes += fs::metadata(&path).map_or(0, |m| m.len());
-        match store.load_manifest_at(&path) {
-            Ok(manifest) => {
+        match store.manifest_at(&path) {
+            // Removed since listed (an `rm` at the same moment).
+            Ok(None) => {}
+            Ok(Some(manifest)) => {
                 usage.manifests += 1;
                 usage.logical_bytes += manifest.source.bytes;
                 for part in &manifest.parts {
@@ -157,7 +159,12 @@ pub(crate) fn allocated(dir: &Path) -> Result<u64> {
         };
         for entry in entries {
             let entry = entry.with_path("list", &dir)?;
-            let meta = entry.metadata().with_path("stat", &entry.path())?;
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                // Gone since listed: another ctxfold's temp file renamed, a manifest removed.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_path("stat", &entry.path()),
+            };
             total += meta.blocks() * 512;
             if meta.is_dir() {
                 stack.push(entry.path());

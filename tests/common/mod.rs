@@ -211,6 +211,31 @@ pub fn session_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The id of session `n` of [`small_sessions`].
+pub fn small_id(n: usize) -> String {
+    format!("0f1d{n:04x}-0000-4000-8000-{n:012x}")
+}
+
+/// `count` small Pi sessions written into the new folder `dir`, session `n` with id
+/// [`small_id`]`(n)`, in the order of their names: for what many sessions at once bring out.
+pub fn small_sessions(dir: &Path, count: usize) -> Vec<PathBuf> {
+    std::fs::create_dir(dir).unwrap();
+    (0..count)
+        .map(|n| {
+            let id = small_id(n);
+            let header = format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"cwd\":\"/work/p\"}}\n"
+            );
+            let turn = format!(
+                "{{\"type\":\"message\",\"id\":\"{n:08x}\",\"parentId\":null,\"timestamp\":\"2026-11-30T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"session {n}\"}}]}}}}\n"
+            );
+            let path = dir.join(format!("{id}.jsonl"));
+            std::fs::write(&path, header + &turn).unwrap();
+            path
+        })
+        .collect()
+}
+
 /// Every fixture file: the own ones, then the public ones when they are there.
 pub fn fixture_files() -> Vec<PathBuf> {
     let mut files = session_files(&own_fixtures_dir());
