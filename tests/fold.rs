@@ -1698,3 +1698,59 @@ fn a_pi_sessions_title_is_read_when_it_is_folded_and_follows_what_is_appended() 
     env.run("ctxfold", ["fold", "--apply", path]).ok();
     assert_eq!(title(), "Planted");
 }
+
+/// A source another process holds open for writing (an agent idle in its terminal holds its
+/// session) is kept whatever `--remove-source` allows, its line naming the process and one note
+/// counting them; its session is folded all the same, and the source goes once it is closed.
+#[test]
+fn remove_source_keeps_a_source_another_process_holds_open_for_writing() {
+    let mut env = Env::new();
+    let homes = homes::build(&mut env, homes::sets().remove(0));
+    // Once its plain sibling is folded away, it would be a session of its own.
+    fs::remove_file(&homes.shadowed).unwrap();
+    let held = homes.active().next().unwrap();
+    let script = format!(
+        "exec 3>>'{}'; echo ready; exec sleep 60",
+        held.path.display()
+    );
+    let mut agent = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(agent.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let args = ["fold", "--apply", "--remove-source", "--allow-active"];
+    let run = env.run("ctxfold", args).ok();
+    let line = (run.stdout_text().lines())
+        .find(|l| l.ends_with(held.path.to_str().unwrap()))
+        .map(str::to_string)
+        .unwrap();
+    let holder = format!("source kept: process {} (sleep) holds it open", agent.id());
+    assert!(line.contains(&holder), "{line}");
+    assert!(held.path.exists());
+    let noted: Vec<&str> = (run.stderr.lines())
+        .filter(|l| l.contains("another process holds open for writing"))
+        .collect();
+    assert_eq!(noted.len(), 1, "{}", run.stderr);
+    assert!(
+        noted[0].contains("kept the sources of 1 session"),
+        "{}",
+        run.stderr
+    );
+    for placed in homes.active().filter(|p| p.id != held.id) {
+        assert!(!placed.path.exists(), "{} kept", placed.path.display());
+    }
+    let restored = env.path("held.jsonl");
+    let to = restored.to_str().unwrap();
+    env.run("ctxfold", ["restore", &held.id, "--to", to]).ok();
+    assert!(fs::read(&restored).unwrap() == held.bytes);
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    env.run("ctxfold", args).ok();
+    assert!(!held.path.exists());
+}

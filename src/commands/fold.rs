@@ -77,7 +77,10 @@ use crate::store::writer::WriteStats;
 /// the store verified, and only an archived one unless --allow-active is given too, or --older-than
 /// AGE: a session whose file has not changed (its mtime) for AGE counts as inactive, whatever its
 /// folder (Pi keeps no archive, so this is how Pi sessions are let go). The sources kept as active
-/// are counted in one note at the end. A source that another fold removed meanwhile, its session
+/// are counted in one note at the end. Whatever the options, a source another process holds open
+/// for writing (as `fuser` finds it: an agent idle in a terminal still holds its session) is kept,
+/// and its line names the process: what the agent wrote next would go to a file no name reaches.
+/// A source that another fold removed meanwhile, its session
 /// safe in the store, is reported up to date. What an agent keeps beside a session file stays, and
 /// its line says so (Claude Code's <project>/<session id>/ folder: the whole output of large tool
 /// results, subagents' metadata). The folders a removed source leaves empty go too (Codex's
@@ -161,6 +164,8 @@ struct Totals {
     removed: u64,
     /// Sources `--remove-source` kept because their sessions are active.
     kept_active: u64,
+    /// Sources `--remove-source` kept because another process holds them open for writing.
+    kept_open: u64,
     source_bytes: u64,
     #[serde(flatten)]
     stats: WriteStats,
@@ -348,6 +353,13 @@ impl Command for FoldArgs {
                     count(totals.kept_active, "active session")
                 ));
             }
+            if totals.kept_open > 0 {
+                io.note(format_args!(
+                    "kept the sources of {} that another process holds open for writing (an \
+                     agent still writing them): fold them again once it has closed them.",
+                    count(totals.kept_open, "session")
+                ));
+            }
             if !self.apply {
                 io.note(format_args!(
                     "dry run: nothing was written. Add --apply to fold into {}.",
@@ -421,6 +433,7 @@ impl Totals {
         match report.source {
             Removal::Removed | Removal::WouldRemove => self.removed += 1,
             Removal::KeptActive => self.kept_active += 1,
+            Removal::KeptOpen => self.kept_open += 1,
             Removal::Kept | Removal::Gone => {}
         }
         self.source_bytes += report.source_bytes;
@@ -511,7 +524,7 @@ fn human_line(report: &Report, apply: bool) -> String {
     match report.source {
         Removal::Removed => line.push_str("; source removed"),
         Removal::WouldRemove => line.push_str("; would remove the source"),
-        Removal::Kept | Removal::KeptActive | Removal::Gone => {}
+        Removal::Kept | Removal::KeptActive | Removal::KeptOpen | Removal::Gone => {}
     }
     if let Some(note) = &report.note {
         line.push_str(&format!("; {note}"));

@@ -4,6 +4,7 @@
 
 pub mod atomic;
 pub mod writeback;
+pub mod writers;
 
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;

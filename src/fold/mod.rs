@@ -94,6 +94,9 @@ pub enum Removal {
     KeptActive,
     /// Gone before this run could remove it: another fold removed it (it is in the store).
     Gone,
+    /// Another process holds it open for writing (an agent still appending to it): removed, what
+    /// it writes next would go to a file no name reaches.
+    KeptOpen,
 }
 
 #[derive(Debug, Clone, Serialize)]

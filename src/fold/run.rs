@@ -14,8 +14,8 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use super::{Action, Caches, Options, Prepared, Removal, Report, Sink, prepare};
 use crate::digest::Digest;
 use crate::error::{Cause, Error, IoContext, Remembered, Result};
+use crate::files::writers::Writers;
 use crate::ledger::{AlongsideFile, FoldedFile, Kept};
 use crate::odb::Encoder;
 use crate::odb::pack::{FEW_BLOCKS_BYTES, PackWriter};
@@ -115,6 +116,9 @@ struct Run<'a> {
     /// Why a worker's pack could not be committed, the first time one could not: the sessions that
     /// name objects only it held cannot be committed either.
     pack_failed: Mutex<Option<Remembered>>,
+    /// The files other processes hold open for writing, looked for once, when the first source
+    /// is about to be removed.
+    writers: OnceLock<Writers>,
 }
 
 /// Fold `sessions` (see the module comment), handing each group's reports to `group` once it is
@@ -142,6 +146,7 @@ pub fn fold_all(
         facts: FactsCache::default(),
         out_of_space: AtomicBool::new(false),
         pack_failed: Mutex::new(None),
+        writers: OnceLock::new(),
     };
     let (sender, reports) = crossbeam_channel::unbounded::<Result<Vec<Report>>>();
     let mut outcome = Ok(());
@@ -732,10 +737,15 @@ fn finish(run: &Run<'_>, pending: Pending) -> Report {
         }
     }
     if let Some(manifest) = committed.as_ref().or(prepared.current.as_ref()) {
-        match remove_source(store, found, manifest, &prepared, options) {
+        match remove_source(store, found, manifest, &prepared, options, &run.writers) {
             Ok(removal) => {
                 let report = &mut prepared.report;
                 report.source = removal;
+                if removal == Removal::KeptOpen
+                    && let Some(writer) = run.writers.get().and_then(|w| w.of(&found.path))
+                {
+                    report.note = Some(format!("source kept: {writer} holds it open for writing"));
+                }
                 // What the agent keeps beside the session stays: say so rather than leave it
                 // unmentioned.
                 let companion = found
@@ -782,13 +792,15 @@ fn removable(found: &Found, stamp: Option<&super::stamp::Stamp>, options: &Optio
 
 /// Remove the source when asked, allowed, and safe: the manifest is committed, a reconstruction
 /// read back from the store verifies (the store lock, held shared for the whole fold, keeps gc
-/// out), and the file is still the one that was read.
+/// out), the file is still the one that was read, and no other process holds it open for writing
+/// (`writers`, looked for once).
 fn remove_source(
     store: &Store,
     found: &Found,
     manifest: &Manifest,
     prepared: &Prepared,
     options: &Options,
+    writers: &OnceLock<Writers>,
 ) -> Result<Removal> {
     if !options.remove_source {
         return Ok(Removal::Kept);
@@ -803,6 +815,9 @@ fn remove_source(
     };
     if let Some(change) = prepared.stamp.as_ref().and_then(|s| s.change(&stamp)) {
         return Err(Error::session_changed("the source", change).context("it is kept"));
+    }
+    if writers.get_or_init(Writers::scan).of(&found.path).is_some() {
+        return Ok(Removal::KeptOpen);
     }
     crate::files::remove_if_present(&found.path)?;
     let folder = found.path.parent().unwrap_or(Path::new("."));
