@@ -2093,6 +2093,14 @@ fn a_fold_and_a_clone_into_one_store_at_once_lose_nothing() {
     }
 }
 
+/// A process holding the mirror repository at `mirror` as a sync holds it, until killed.
+fn a_sync_holding(mirror: &Path) -> std::process::Child {
+    Command::new("flock")
+        .args(["--no-fork", mirror.to_str().unwrap(), "sleep", "600"])
+        .spawn()
+        .unwrap()
+}
+
 /// A clone refused after another writer put a session in the store the clone had just made (a
 /// fold at the same moment) leaves that store and its session; only a store holding nothing goes.
 #[test]
@@ -2111,10 +2119,7 @@ fn a_refused_clone_keeps_a_session_another_writer_folded_into_its_new_store() {
         Some(&mirror),
         ["remote", "add", "origin", other.to_str().unwrap()],
     );
-    let mut sync = Command::new("flock")
-        .args(["--no-fork", mirror.to_str().unwrap(), "sleep", "600"])
-        .spawn()
-        .unwrap();
+    let mut sync = a_sync_holding(&mirror);
     let clone = (w.env.command("ctxfold"))
         .args(["--store", w.b.to_str().unwrap(), "clone", "--git"])
         .args([mirror.to_str().unwrap(), remote])
@@ -2162,10 +2167,7 @@ fn a_gc_waiting_for_a_sync_keeps_no_writer_waiting() {
     w.synced_once(&w.a);
     let mirror = w.a.join("mirror.git");
     // A sync at work: it holds the mirror, and is about to take the store.
-    let mut sync = Command::new("flock")
-        .args(["--no-fork", mirror.to_str().unwrap(), "sleep", "600"])
-        .spawn()
-        .unwrap();
+    let mut sync = a_sync_holding(&mirror);
     let mut gc = (w.env.command("ctxfold"))
         .args([
             "--store",
