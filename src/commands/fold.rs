@@ -80,11 +80,11 @@ use crate::store::writer::WriteStats;
 /// are counted in one note at the end. Whatever the options, a source another process holds open
 /// for writing (as `fuser` finds it: an agent idle in a terminal still holds its session) is kept,
 /// and its line names the process: what the agent wrote next would go to a file no name reaches.
-/// A source that another fold removed meanwhile, its session
-/// safe in the store, is reported up to date. What an agent keeps beside a session file stays, and
-/// its line says so (Claude Code's <project>/<session id>/ folder: the whole output of large tool
-/// results, subagents' metadata). The folders a removed source leaves empty go too (Codex's
-/// sessions/YYYY/MM/DD), never the agent's session tree itself nor a folder holding anything.
+/// A source that another fold removed meanwhile, its session safe in the store, is reported up to
+/// date. What an agent keeps beside a session file stays, and its line says so (Claude Code's
+/// <project>/<session id>/ folder: the whole output of large tool results, subagents' metadata).
+/// The folders a removed source leaves empty go too (Codex's sessions/YYYY/MM/DD), never the
+/// agent's session tree itself nor a folder holding anything.
 ///
 /// Sessions are folded in parallel, one per core. Under --apply each agent's session folded is
 /// also indexed (see ctxfold-extract-seeds; --no-seeds skips it), so `ctxfold recall` finds it: its

@@ -94,8 +94,8 @@ pub enum Removal {
     KeptActive,
     /// Gone before this run could remove it: another fold removed it (it is in the store).
     Gone,
-    /// Another process holds it open for writing (an agent still appending to it): removed, what
-    /// it writes next would go to a file no name reaches.
+    /// Another process holds it open for writing (an agent still appending to it): were it
+    /// removed, what the agent writes next would go to a file no name reaches.
     KeptOpen,
 }
 
