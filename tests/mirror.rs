@@ -408,3 +408,27 @@ fn a_ref_lock_a_killed_mirror_left_does_not_fail_the_next() {
     let head = git(&env, &mirror_dir, &["rev-parse", "refs/heads/ctxfold"]);
     assert_eq!(second, head);
 }
+
+/// A mirror repository named by a relative path (`--git m.git`) is made and used as one named
+/// absolutely: its creation beside its place looked for the folder of "m.git", which is "".
+#[test]
+fn a_mirror_named_by_a_relative_path_is_made_and_used() {
+    let env = Env::new();
+    let session = env.path("s.jsonl");
+    fs::write(&session, b"{\"n\":1}\n").unwrap();
+    fold(&env, "s", &session);
+    let first = env
+        .run("ctxfold-mirror", ["--git", "m.git"])
+        .ok()
+        .stdout_text();
+    let again = env
+        .run("ctxfold-mirror", ["--git", "m.git"])
+        .ok()
+        .stdout_text();
+    let made = env.path("m.git");
+    assert_eq!(first, again);
+    assert_eq!(
+        git(&env, &made, &["rev-parse", "refs/heads/ctxfold"]),
+        first
+    );
+}

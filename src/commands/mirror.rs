@@ -50,10 +50,13 @@ pub struct GitArgs {
 }
 
 impl GitArgs {
+    /// The mirror repository, a relative --git taken from the current folder once, as the store's
+    /// path is (see `Store::at`).
     pub fn dir(&self, store: &Store) -> PathBuf {
-        self.dir
-            .clone()
-            .unwrap_or_else(|| mirror::default_dir(store))
+        match &self.dir {
+            Some(dir) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+            None => mirror::default_dir(store),
+        }
     }
 }
 
