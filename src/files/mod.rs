@@ -61,3 +61,25 @@ pub fn remove_if_present(path: &Path) -> Result<()> {
         _ => Ok(()),
     }
 }
+
+/// The folder that holds `path`: `.` for a bare file name, whose parent is the empty path (which
+/// opens as nothing: an fsync of it is an error, or is passed over as a folder gone).
+pub fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_folder_of_a_bare_file_name_is_the_current_one() {
+        assert_eq!(folder_of(Path::new("s.jsonl")), Path::new("."));
+        assert_eq!(folder_of(Path::new("a/s.jsonl")), Path::new("a"));
+        assert_eq!(folder_of(Path::new("/s.jsonl")), Path::new("/"));
+        assert_eq!(folder_of(Path::new("/")), Path::new("."));
+    }
+}

@@ -820,7 +820,7 @@ fn remove_source(
         return Ok(Removal::KeptOpen);
     }
     crate::files::remove_if_present(&found.path)?;
-    let folder = found.path.parent().unwrap_or(Path::new("."));
+    let folder = crate::files::folder_of(&found.path);
     match crate::files::atomic::fsync_dir(folder) {
         // Another worker (or fold) removed the folder once this file was gone from it too.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -150,7 +150,7 @@ impl Mirror {
     /// there (a folder with no HEAD, no object and no ref) is cleared first; the folders beside it
     /// that killed creations left are removed by the next open once a minute old.
     pub fn open_or_init(dir: &Path) -> Result<Self> {
-        let parent = dir.parent().unwrap_or(Path::new("."));
+        let parent = crate::files::folder_of(dir);
         let name = dir
             .file_name()
             .map_or("mirror".into(), |n| n.to_string_lossy());
