@@ -54,7 +54,7 @@ impl GitArgs {
     /// path is (see `Store::at`).
     pub fn dir(&self, store: &Store) -> PathBuf {
         match &self.dir {
-            Some(dir) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+            Some(dir) => crate::files::absolute(dir).into_owned(),
             None => mirror::default_dir(store),
         }
     }

@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod writeback;
 pub mod writers;
 
+use std::borrow::Cow;
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
@@ -59,6 +60,15 @@ pub fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_path("remove", path),
         _ => Ok(()),
+    }
+}
+
+/// `path` made absolute from the current folder (links not resolved), for paths kept or handed
+/// on beyond the moment they were given; as given when the current folder cannot be read.
+pub fn absolute(path: &Path) -> Cow<'_, Path> {
+    match path.is_absolute() {
+        true => Cow::Borrowed(path),
+        false => std::path::absolute(path).map_or(Cow::Borrowed(path), Cow::Owned),
     }
 }
 

@@ -16,7 +16,6 @@
 //! The same cache, with what a file's stamp vouches for in place of its bytes, keeps the seed
 //! index files fold merged (`fold::merges`).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -56,14 +55,6 @@ impl Stamps {
     }
 }
 
-/// `path` as the cache keeps it: absolute (from the current folder, without resolving links).
-fn absolute(path: &Path) -> Cow<'_, Path> {
-    match path.is_absolute() {
-        true => Cow::Borrowed(path),
-        false => std::path::absolute(path).map_or(Cow::Borrowed(path), Cow::Owned),
-    }
-}
-
 impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
     /// The cache `<store>/cache/<name>.zst`, or an earlier ctxfold's `<name>` (empty when there
     /// is neither yet).
@@ -98,14 +89,14 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
         self.entries
             .lock()
             .expect("never poisoned")
-            .get(&*absolute(path))
+            .get(&*crate::files::absolute(path))
             .is_some_and(|(s, src)| s == stamp && src == source)
     }
 
     /// What `path` holds if it is still at `stamp`, as when it was last seen.
     pub fn at(&self, path: &Path, stamp: &Stamp) -> Option<V> {
         let entries = self.entries.lock().expect("never poisoned");
-        let (seen, source) = entries.get(&*absolute(path))?;
+        let (seen, source) = entries.get(&*crate::files::absolute(path))?;
         (seen == stamp).then(|| source.clone())
     }
 
@@ -113,17 +104,16 @@ impl<V: Clone + PartialEq + Serialize + DeserializeOwned> Stamps<V> {
     pub fn last(&self, path: &Path) -> Option<V> {
         let entries = self.entries.lock().expect("never poisoned");
         entries
-            .get(&*absolute(path))
+            .get(&*crate::files::absolute(path))
             .map(|(_, source)| source.clone())
     }
 
     /// `path` at `stamp` holds `source`'s bytes (they were just read, or just folded).
     pub fn record(&self, path: &Path, stamp: &Stamp, source: &V) {
-        let previous = self
-            .entries
-            .lock()
-            .expect("never poisoned")
-            .insert(absolute(path).into_owned(), (*stamp, source.clone()));
+        let previous = self.entries.lock().expect("never poisoned").insert(
+            crate::files::absolute(path).into_owned(),
+            (*stamp, source.clone()),
+        );
         if previous.is_none_or(|(s, v)| s != *stamp || v != *source) {
             *self.changed.lock().expect("never poisoned") = true;
         }

@@ -119,10 +119,7 @@ fn local_path_made_absolute(url: &str) -> String {
     if url.contains("://") || scp_like || Path::new(url).is_absolute() {
         return url.to_string();
     }
-    match std::path::absolute(url) {
-        Ok(path) => path.to_string_lossy().into_owned(),
-        Err(_) => url.to_string(),
-    }
+    crate::sources::absolute_utf8(Path::new(url)).unwrap_or_else(|_| url.to_string())
 }
 
 pub fn remote_remove(git_dir: &Path, name: &str) -> Result<()> {

@@ -65,8 +65,7 @@ impl Store {
     /// from the current folder once, here: paths under the store are handed to git (which reads
     /// some relative to the mirror) and kept in caches, and must not depend on where they are read.
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        let root = root.into();
-        let root = std::path::absolute(&root).unwrap_or(root);
+        let root = crate::files::absolute(&root.into()).into_owned();
         let odb = Odb::at(&root);
         Self {
             root,
